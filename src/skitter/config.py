@@ -1,0 +1,115 @@
+"""Crawl configuration: typed, frozen objects with named defaults, and one settings registry.
+
+``SETTINGS`` is the single list of every crawl setting: the CLI builds its flags from it and
+``docs/settings.md`` is checked against it by a test (tests/unit/test_docs.py), so no setting
+exists that the docs do not describe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from . import __version__
+
+DEFAULT_USER_AGENT = f"skitter/{__version__}"
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    name: str          # the dataclass field on CrawlConfig, and --name-with-dashes on the CLI
+    default: Any
+    help: str
+    type: type = str
+    choices: tuple[str, ...] | None = None
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("max_pages", 0, "stop after this many fetched pages (0 = no limit)", int),
+    Setting("max_depth", 10, "links deeper than this many hops from a seed are not followed (seed 004)", int),
+    Setting("strategy", "bfs", "crawl order: bfs (breadth-first) or dfs (depth-first)", str, ("bfs", "dfs")),
+    Setting("scope", "host", "follow links within the seeds' hosts, their registrable domains, or anywhere",
+            str, ("host", "domain", "any")),
+    Setting("concurrency", 16, "requests in flight at once, over all hosts", int),
+    Setting("per_host", 1, "connections to one host at once", int),
+    Setting("delay", 1.0, "seconds between two requests to one host (at least; robots Crawl-delay and "
+            "the adaptive delay may make it longer)", float),
+    Setting("adaptive_delay", 10.0, "wait at least this multiple of the host's last response time "
+            "between requests (seed 002 suggests 10; 0 turns it off)", float),
+    Setting("max_crawl_delay", 60.0, "cap on a robots.txt Crawl-delay, in seconds", float),
+    Setting("user_agent", DEFAULT_USER_AGENT, "User-Agent header and the robots.txt product token", str),
+    Setting("allow_private", False, "allow private, loopback and link-local addresses even when no seed is in "
+            "that class", bool),
+    Setting("max_body", 10 * 1024 * 1024, "body cap in bytes; also caps the decompressed size", int),
+    Setting("connect_timeout", 10.0, "seconds to connect", float),
+    Setting("read_timeout", 20.0, "seconds without a byte before a read times out", float),
+    Setting("total_timeout", 60.0, "seconds for a whole response", float),
+    Setting("retries", 2, "retries (with exponential backoff) after a timeout, refused connection or 5xx", int),
+    Setting("max_redirects", 5, "redirect hops followed from one URL", int),
+    Setting("max_pages_per_host", 0, "page budget per host (0 = no limit)", int),
+    Setting("host_burst", 0, "spider-trap throttle (seed 002): accept at most this many new URLs of one host "
+            "every --host-window URLs processed (0 = off)", int),
+    Setting("host_window", 1000, "the window, in processed URLs, of --host-burst", int),
+    Setting("max_url_length", 2048, "longer URLs are dropped", int),
+    Setting("max_repeated_segments", 3, "URLs whose path repeats one segment more often are dropped", int),
+    Setting("robots_expiry", 86400.0, "seconds a cached robots.txt stays valid (RFC 9309: at most 24 h)", float),
+    Setting("obey_robots", True, "obey robots.txt (the benchmark and the demo keep this on)", bool),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlConfig:
+    """Every crawl setting, defaults from ``SETTINGS``."""
+
+    max_pages: int = 0
+    max_depth: int = 10
+    strategy: str = "bfs"
+    scope: str = "host"
+    concurrency: int = 16
+    per_host: int = 1
+    delay: float = 1.0
+    adaptive_delay: float = 10.0
+    max_crawl_delay: float = 60.0
+    user_agent: str = DEFAULT_USER_AGENT
+    allow_private: bool = False
+    max_body: int = 10 * 1024 * 1024
+    connect_timeout: float = 10.0
+    read_timeout: float = 20.0
+    total_timeout: float = 60.0
+    retries: int = 2
+    max_redirects: int = 5
+    max_pages_per_host: int = 0
+    host_burst: int = 0
+    host_window: int = 1000
+    max_url_length: int = 2048
+    max_repeated_segments: int = 3
+    robots_expiry: float = 86400.0
+    obey_robots: bool = True
+    # Not user settings: how the crawl was started.
+    seeds: tuple[str, ...] = field(default=())
+    resolve: tuple[tuple[str, str], ...] = field(default=())  # host -> IP overrides (curl --resolve)
+
+    def with_(self, **changes: Any) -> "CrawlConfig":
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "CrawlConfig":
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in data.items() if k in known}
+        if "seeds" in kw:
+            kw["seeds"] = tuple(kw["seeds"])
+        if "resolve" in kw:
+            kw["resolve"] = tuple(tuple(x) for x in kw["resolve"])
+        return cls(**kw)
+
+
+def _check_registry() -> None:
+    defaults = CrawlConfig()
+    for s in SETTINGS:
+        assert getattr(defaults, s.name) == s.default, s.name
+
+
+_check_registry()

@@ -1,0 +1,82 @@
+"""One exception tree for skitter.
+
+    SkitterError
+    ├── UsageError                 bad input at the command line: one line, exit status 2
+    │   ├── BadSeedError           a seed URL that is invalid or not http(s)
+    │   └── CrawlDirError          a crawl directory that cannot be written, or is corrupt
+    └── FetchError                 one URL failed; recorded in the export's `error`, crawl goes on
+        ├── DNSError               the host name does not resolve
+        ├── ConnectError           refused, reset, unreachable
+        ├── FetchTimeout           connect, read or total timeout
+        ├── TLSError               certificate or handshake failure
+        ├── ProtocolError          malformed HTTP, bad chunking, bad compression
+        ├── BodyTooLarge           body (or its decompressed size) over the cap
+        └── BlockedAddress         resolves to a private/loopback/link-local address not allowed
+
+Each FetchError has a short ``code``; the export's ``error`` field is ``"<code>: <detail>"``
+(see :meth:`FetchError.record`). The CLI prints ``skitter: error: <message>`` for a UsageError
+and never a traceback.
+"""
+
+from __future__ import annotations
+
+
+class SkitterError(Exception):
+    """Base of every error skitter raises on purpose."""
+
+
+class UsageError(SkitterError):
+    """Bad input from the user: reported as one line, exit status 2."""
+
+    exit_code = 2
+
+
+class BadSeedError(UsageError):
+    """A seed URL that cannot be parsed or is not http(s)."""
+
+
+class CrawlDirError(UsageError):
+    """The crawl directory cannot be created or written, or its database is corrupt."""
+
+
+class FetchError(SkitterError):
+    """A per-URL failure. ``retryable`` errors are retried with backoff."""
+
+    code = "fetch"
+    retryable = False
+
+    def record(self) -> str:
+        """The string stored in the export's ``error`` field."""
+        detail = str(self).strip()
+        return f"{self.code}: {detail}" if detail else self.code
+
+
+class DNSError(FetchError):
+    code = "dns"
+    retryable = False
+
+
+class ConnectError(FetchError):
+    code = "connect"
+    retryable = True
+
+
+class FetchTimeout(FetchError):
+    code = "timeout"
+    retryable = True
+
+
+class TLSError(FetchError):
+    code = "tls"
+
+
+class ProtocolError(FetchError):
+    code = "protocol"
+
+
+class BodyTooLarge(FetchError):
+    code = "too-large"
+
+
+class BlockedAddress(FetchError):
+    code = "blocked-address"

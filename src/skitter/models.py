@@ -1,0 +1,101 @@
+"""Pure records passed between the stages of the crawl. No I/O here.
+
+The data flow (docs/architecture.md) in records:
+
+    Candidate ──fetch──▶ FetchResult ──parse──▶ Page (with Links) ──filter/score──▶ Candidate
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One outgoing link of a page, with the attributes of seed 004.
+
+    ``visibility``: 3 if the anchor is bold and italic, 2 if bold or italic, else 1.
+    ``position``: 3 if the link's first word is in the first third of the page's text,
+    2 in the middle third, 1 in the last third.
+    ``distance``: 1 if the link stays on the page's host, 5 otherwise.
+    """
+
+    url: str
+    anchor: str = ""
+    context: str = ""
+    visibility: int = 1
+    position: int = 3
+    distance: int = 1
+    nofollow: bool = False
+
+
+@dataclass(slots=True)
+class Page:
+    """What the parser extracts from one HTML document."""
+
+    title: str = ""
+    description: str = ""
+    keywords: str = ""
+    headings: list[str] = field(default_factory=list)
+    text: str = ""
+    links: list[Link] = field(default_factory=list)
+    canonical: str | None = None
+    noindex: bool = False
+    nofollow: bool = False
+    lang: str | None = None
+    encoding: str | None = None
+
+    @property
+    def outlinks(self) -> int:
+        return len(self.links)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A URL the frontier hands out (or takes in)."""
+
+    url: str
+    depth: int = 0
+    parent: str | None = None
+    priority: float = 0.0
+    redirects: int = 0
+    attempts: int = 0
+    anchor: str = ""
+
+
+@dataclass(slots=True)
+class FetchResult:
+    """The outcome of one HTTP request (one hop: redirects are not followed here).
+
+    ``body`` is the decoded payload (transfer and content encodings removed, capped);
+    ``raw_body`` is the payload as sent (content encoding kept) for the WARC record.
+    ``error`` is set (and ``status`` may be None) when the request failed.
+    """
+
+    url: str
+    status: int | None = None
+    reason: str = ""
+    http_version: str = "1.1"
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+    raw_body: bytes = b""
+    request_headers: list[tuple[str, str]] = field(default_factory=list)
+    ip: str | None = None
+    started: float = 0.0
+    elapsed: float = 0.0
+    error: str | None = None
+    retryable: bool = False
+
+    def header(self, name: str) -> str | None:
+        name = name.lower()
+        for k, v in self.headers:
+            if k.lower() == name:
+                return v
+        return None
+
+    @property
+    def content_type(self) -> str | None:
+        value = self.header("content-type")
+        if value is None:
+            return None
+        return value.split(";", 1)[0].strip().lower() or None
