@@ -1,0 +1,189 @@
+"""The command line (DESIGN.md's contract). The only place that calls ``asyncio.run``.
+
+Bad input ends in one line on stderr (``skitter: error: ...``) and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .config import SETTINGS, CrawlConfig
+from .errors import SkitterError, UsageError
+
+
+def _run(coro):
+    try:
+        import uvloop  # noqa: PLC0415
+
+        return uvloop.run(coro)
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
+        return asyncio.run(coro)
+
+
+def _settings_options(func):
+    """One click option per entry of the settings registry (config.SETTINGS)."""
+    for s in reversed(SETTINGS):
+        flag = "--" + s.name.replace("_", "-")
+        if s.type is bool:
+            decl = f"{flag}/--no-{flag[2:]}" if s.default else flag
+            func = click.option(decl, s.name, default=s.default, show_default=True, help=s.help)(func)
+        elif s.choices:
+            func = click.option(flag, s.name, type=click.Choice(s.choices), default=s.default,
+                                show_default=True, help=s.help)(func)
+        else:
+            func = click.option(flag, s.name, type=s.type, default=s.default, show_default=True,
+                                help=s.help)(func)
+    return func
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="skitter")
+def cli() -> None:
+    """skitter: a polite, fast, crash-safe web crawler and search engine."""
+
+
+@cli.command()
+@click.argument("seeds", nargs=-1, required=True)
+@click.option("-o", "--output", "output", default="crawl", show_default=True, type=click.Path(),
+              help="crawl directory (created; an unfinished crawl in it is resumed)")
+@_settings_options
+@click.option("--resolve", "resolve", multiple=True, metavar="HOST:IP",
+              help="resolve HOST to IP instead of asking DNS (like curl --resolve); repeatable")
+@click.option("--quiet", "-q", is_flag=True, help="no progress display and no summary")
+def crawl(seeds: tuple[str, ...], output: str, resolve: tuple[str, ...], quiet: bool, **settings) -> None:
+    """Crawl from SEED_URL... into a crawl directory."""
+    pairs = []
+    for item in resolve:
+        host, sep, ip = item.rpartition(":")
+        if not sep or not host:
+            raise UsageError(f"--resolve wants HOST:IP, got {item!r}")
+        pairs.append((host.lower(), ip))
+    config = CrawlConfig(**settings, seeds=tuple(seeds), resolve=tuple(pairs))
+    run_crawl(Path(output), config, quiet=quiet)
+
+
+def run_crawl(directory: Path, config: CrawlConfig, *, quiet: bool = False, title: str = "crawling") -> dict:
+    from rich.console import Console
+    from rich.live import Live
+
+    from .loop import Crawler
+    from .stats import load_summary, render
+
+    console = Console(stderr=True)
+    crawler = Crawler(directory, config)
+    if quiet:
+        _run(crawler.run())
+    else:
+        with Live(console=console, refresh_per_second=4, transient=True) as live:
+            crawler.on_progress = lambda c: live.update(_progress(c, title))
+            _run(crawler.run())
+    summary = load_summary(directory)
+    if not quiet:
+        Console().print(render(summary))
+        if crawler._interrupted:
+            console.print(f"interrupted: run the same command to resume the crawl in {directory}")
+    return summary
+
+
+def _progress(crawler, title: str):
+    from rich.table import Table
+
+    s = crawler.stats
+    elapsed = time.monotonic() - s.started
+    t = Table.grid(padding=(0, 2))
+    t.add_row(f"[bold]{title}[/bold]", f"{crawler.fetched_total} fetched",
+              f"{s.rate():.1f} pages/s", f"queue {crawler.frontier.queued}",
+              f"in flight {crawler.frontier.in_flight}", f"active hosts {crawler.frontier.active_hosts}",
+              f"errors {s.errors}", f"{elapsed:.0f} s")
+    return t
+
+
+@cli.command()
+@click.argument("directory", type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "warc"]), default="jsonl", show_default=True)
+@click.option("-o", "--output", "output", type=click.Path(), default=None, help="file to write (default stdout)")
+def export(directory: str, fmt: str, output: str | None) -> None:
+    """Export the crawl records (JSONL, CSV) or its HTTP responses (one WARC file)."""
+    from .store.export import export as do_export
+
+    n = do_export(Path(directory), fmt, Path(output) if output else None)
+    if output:
+        click.echo(f"{n} records written to {output}", err=True)
+
+
+@cli.command()
+@click.argument("directory", type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
+def stats(directory: str, as_json: bool) -> None:
+    """Print the summary of a crawl."""
+    from rich.console import Console
+
+    from .stats import load_summary, render
+
+    s = load_summary(Path(directory))
+    if as_json:
+        import json
+
+        click.echo(json.dumps(s, indent=2))
+    else:
+        Console().print(render(s))
+
+
+@cli.command()
+@click.option("-o", "--output", "output", default="demo-crawl", show_default=True, type=click.Path(),
+              help="crawl directory for the demo (emptied first)")
+@click.option("--pages", default=3000, show_default=True, help="pages in the generated demo web")
+@click.option("--hosts", default=8, show_default=True, help="hosts in the generated demo web")
+def demo(output: str, pages: int, hosts: int) -> None:
+    """Serve the bundled demo web on loopback, crawl it and print the summary."""
+    import shutil
+
+    from .demo.server import DemoServer
+    from .demo.web import DemoConfig
+
+    out = Path(output)
+    if out.exists():
+        shutil.rmtree(out)
+    with DemoServer(DemoConfig(pages=pages, hosts=hosts)) as server:
+        click.echo(f"demo web: {len(server.base_urls)} hosts on loopback ({', '.join(server.base_urls[:2])}, …)",
+                   err=True)
+        config = CrawlConfig(seeds=tuple(server.web.seeds()), delay=0.0, adaptive_delay=0.0, per_host=4,
+                             concurrency=32, max_crawl_delay=0.5)
+        run_crawl(out, config, title="crawling the demo web")
+    click.echo(f"crawl directory: {out}  (try: skitter stats {out} ; skitter export {out} --format jsonl)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="skitter", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("skitter: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except UsageError as exc:
+        click.echo(f"skitter: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except SkitterError as exc:
+        click.echo(f"skitter: error: {exc}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo("skitter: interrupted; run the same command to resume", err=True)
+        sys.exit(130)
+    except OSError as exc:
+        click.echo(f"skitter: error: {exc}", err=True)
+        sys.exit(1)
+    except Exception as exc:  # an internal error: one line unless SKITTER_DEBUG asks for the traceback
+        if os.environ.get("SKITTER_DEBUG"):
+            raise
+        click.echo(f"skitter: internal error: {type(exc).__name__}: {exc} (set SKITTER_DEBUG=1 for details)",
+                   err=True)
+        sys.exit(1)

@@ -1,0 +1,46 @@
+"""The frontier seam: what the crawl loop needs from any frontier backend.
+
+The local backend (:mod:`skitter.frontier.local`, SQLite, the embedded default) implements it; a
+Redis backend for distributed crawling plugs into the same loop through the same three calls.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Protocol
+
+from ..models import Candidate
+
+
+class Frontier(Protocol):
+    def add(self, candidates: Iterable[Candidate]) -> int:
+        """Admit candidates that pass the URL-seen test; returns how many were new."""
+
+    async def next_ready(self) -> Candidate | None:
+        """The best candidate whose host may be contacted now (waits for one);
+        None when the crawl has nothing left and nothing in flight."""
+
+    def add_done(self, candidate: Candidate) -> bool:
+        """Admit a URL already decided without a request (URL-seen test only); True if new."""
+
+    def done(self, candidate: Candidate, *, elapsed: float | None, retry_after: float | None = None,
+             requested: bool = True) -> None:
+        """The work on ``candidate`` has finished (whatever its outcome): release its host slot and
+        set the host's next allowed time (left as it was when ``requested`` is False)."""
+
+    def requeue(self, candidate: Candidate, *, not_before: float) -> None:
+        """Put a candidate back (a retry, or a wait for robots.txt) without a new URL-seen test."""
+
+    def stop(self) -> None:
+        """Stop handing out candidates: next_ready returns None from now on."""
+
+    @property
+    def queued(self) -> int:
+        """URLs waiting (in memory and on disk)."""
+
+    @property
+    def in_flight(self) -> int:
+        ...
+
+    @property
+    def active_hosts(self) -> int:
+        ...

@@ -1,0 +1,257 @@
+"""The local frontier: SQLite on disk, a small window of each host's best URLs in memory.
+
+Mercator-style: one queue per host (politeness needs it), a heap of hosts that may be contacted
+now ordered by the priority of their best URL, and a timer heap of hosts waiting for their
+politeness clock. The ``urls`` table is both the frontier and the exact URL-seen set (the
+fingerprint is its primary key), so nothing lives only in memory:
+
+    state 0  queued on disk          -> refilled into a host's window (state 1) when it runs low
+    state 1  in a window / in flight -> state 2 when the loop stores its fetch record
+    state 2  done
+
+Rows are written inside the loop's current transaction (``CrawlDB.ensure_tx``); on resume,
+``release_leases`` turns every 1 back into 0. Each host window holds at most ``window`` URLs; a
+new URL goes to the window only if it beats the window's worst (which then returns to disk), so
+memory stays bounded whatever the crawl order (DFS included).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import time
+from bisect import insort
+from typing import Callable, Iterable
+
+from ..models import Candidate
+from ..store.db import CrawlDB
+from ..urls import fingerprint, host_key
+from .politeness import HostClock, Politeness
+
+
+class _Host:
+    __slots__ = ("key", "clock", "window", "backlog", "scheduled", "prev_next_time")
+
+    def __init__(self, key: str, policy: Politeness) -> None:
+        self.key = key
+        self.clock = HostClock(policy)
+        # sorted ascending by (priority, -seq): the best candidate is window[-1]
+        self.window: list[tuple[float, int, Candidate]] = []
+        self.backlog = 0          # rows of this host queued on disk (state 0)
+        self.scheduled = False    # in the ready heap or the timer heap
+        self.prev_next_time = 0.0  # the clock before the last start, to undo a start that sent nothing
+
+    def has_work(self) -> bool:
+        return bool(self.window) or self.backlog > 0
+
+
+class LocalFrontier:
+    """Implements :class:`skitter.frontier.base.Frontier` on a :class:`CrawlDB`."""
+
+    def __init__(self, db: CrawlDB, policy: Politeness, *, window: int = 32,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.db = db
+        self.policy = policy
+        self.window = window
+        self.clock = clock
+        self.hosts: dict[str, _Host] = {}
+        self._ready: list[tuple[float, int, str]] = []   # (-best priority, tiebreak, host)
+        self._timers: list[tuple[float, int, str]] = []  # (next_time, tiebreak, host)
+        self._tick = 0
+        self._wake = asyncio.Event()
+        self._stopped = False
+        self._in_flight = 0
+        self._queued = 0
+        self.seq = db.counts()["max_seq"]
+        self._load()
+
+    # -- resume ----------------------------------------------------------------------------
+    def _load(self) -> None:
+        for host, n in self.db.conn.execute(
+                "SELECT host, count(*) FROM urls WHERE state = 0 GROUP BY host"):
+            h = self._host(host)
+            h.backlog = n
+            self._queued += n
+            self._schedule(h)
+
+    def _host(self, key: str) -> _Host:
+        h = self.hosts.get(key)
+        if h is None:
+            h = self.hosts[key] = _Host(key, self.policy)
+        return h
+
+    # -- the Frontier interface -------------------------------------------------------------
+    def add(self, candidates: Iterable[Candidate]) -> int:
+        db = self.db
+        db.ensure_tx()
+        execute = db.conn.execute
+        new = 0
+        for cand in candidates:
+            fp = fingerprint(cand.url)
+            key = host_key(cand.url)
+            h = self._host(key)
+            self.seq += 1
+            in_memory = self._fits(h, cand.priority, self.seq)
+            cur = execute(
+                "INSERT OR IGNORE INTO urls (fp, url, host, depth, parent, priority, seq, state, redirects)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (fp, cand.url, key, cand.depth, cand.parent, cand.priority, self.seq,
+                 1 if in_memory else 0, cand.redirects))
+            if cur.rowcount == 0:
+                continue  # URL-seen test: already admitted once
+            new += 1
+            self._queued += 1
+            if in_memory:
+                insort(h.window, (cand.priority, -self.seq, cand))
+                if len(h.window) > self.window:
+                    self._evict(h)
+            else:
+                h.backlog += 1
+            self._schedule(h)
+        if new:
+            self._wake.set()
+        return new
+
+    def add_done(self, candidate: Candidate) -> bool:
+        """Admit a URL as already done (decided without a request, e.g. disallowed by a cached
+        robots.txt): it passes the URL-seen test once and is never handed out."""
+        self.db.ensure_tx()
+        self.seq += 1
+        cur = self.db.conn.execute(
+            "INSERT OR IGNORE INTO urls (fp, url, host, depth, parent, priority, seq, state, redirects)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 2, ?)",
+            (fingerprint(candidate.url), candidate.url, host_key(candidate.url), candidate.depth,
+             candidate.parent, candidate.priority, self.seq, candidate.redirects))
+        return cur.rowcount == 1
+
+    def _fits(self, h: _Host, priority: float, seq: int) -> bool:
+        if not h.backlog and len(h.window) < self.window:
+            return True
+        return bool(h.window) and (priority, -seq) > h.window[0][:2]
+
+    def _evict(self, h: _Host) -> None:
+        """The window is over its size: its worst candidate goes back to disk."""
+        _, _, worst = h.window.pop(0)
+        self.db.conn.execute("UPDATE urls SET state = 0 WHERE fp = ?", (fingerprint(worst.url),))
+        h.backlog += 1
+
+    def _refill(self, h: _Host) -> None:
+        if not h.backlog or len(h.window) >= self.window // 2:
+            return
+        self.db.ensure_tx()
+        rows = self.db.conn.execute(
+            "SELECT fp, url, depth, parent, priority, seq, redirects, attempts FROM urls"
+            " WHERE host = ? AND state = 0 ORDER BY priority DESC, seq LIMIT ?",
+            (h.key, self.window - len(h.window))).fetchall()
+        if not rows:
+            h.backlog = 0
+            return
+        self.db.conn.executemany("UPDATE urls SET state = 1 WHERE fp = ?", [(r[0],) for r in rows])
+        h.backlog = max(0, h.backlog - len(rows))
+        for fp, url, depth, parent, priority, seq, redirects, attempts in rows:
+            cand = Candidate(url=url, depth=depth, parent=parent, priority=priority,
+                             redirects=redirects, attempts=attempts)
+            insort(h.window, (priority, -seq, cand))
+
+    def _schedule(self, h: _Host) -> None:
+        if h.scheduled or self._stopped or h.clock.active >= self.policy.per_host or not h.has_work():
+            return
+        self._tick += 1
+        if h.clock.next_time > self.clock():
+            heapq.heappush(self._timers, (h.clock.next_time, self._tick, h.key))
+        else:
+            self._refill(h)
+            if not h.window:
+                return
+            heapq.heappush(self._ready, (-h.window[-1][0], self._tick, h.key))
+        h.scheduled = True
+
+    def _pop_ready(self) -> Candidate | None:
+        now = self.clock()
+        while self._timers and self._timers[0][0] <= now:
+            _, _, key = heapq.heappop(self._timers)
+            h = self.hosts[key]
+            h.scheduled = False
+            self._schedule(h)
+        while self._ready:
+            _, _, key = heapq.heappop(self._ready)
+            h = self.hosts[key]
+            h.scheduled = False
+            if not h.clock.can_start(now):
+                self._schedule(h)
+                continue
+            self._refill(h)
+            if not h.window:
+                continue
+            _, _, cand = h.window.pop()
+            self._queued -= 1
+            self._in_flight += 1
+            h.prev_next_time = h.clock.next_time
+            h.clock.started(now)
+            self._schedule(h)
+            return cand
+        return None
+
+    async def next_ready(self) -> Candidate | None:
+        while not self._stopped:
+            cand = self._pop_ready()
+            if cand is not None:
+                return cand
+            if not self._timers and not self._ready and self._in_flight == 0:
+                # Nothing waits and nothing can bring new work: the crawl is exhausted.
+                self._wake.set()
+                return None
+            self._wake.clear()
+            timeout = None
+            if self._timers:
+                timeout = max(0.0, self._timers[0][0] - self.clock())
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+        return None
+
+    def done(self, candidate: Candidate, *, elapsed: float | None, retry_after: float | None = None,
+             requested: bool = True) -> None:
+        h = self.hosts[host_key(candidate.url)]
+        now = self.clock()
+        if requested:
+            h.clock.finished(now, elapsed)
+        else:  # nothing was sent to the host (e.g. robots.txt disallowed the URL): undo the start
+            h.clock.active -= 1
+            h.clock.next_time = h.prev_next_time
+        if retry_after:
+            h.clock.back_off(now, retry_after)
+        self._in_flight -= 1
+        self._schedule(h)
+        self._wake.set()
+
+    def requeue(self, candidate: Candidate, *, not_before: float = 0.0) -> None:
+        """Back into its host's window (it is still leased on disk), ahead of its peers."""
+        h = self.hosts[host_key(candidate.url)]
+        self._tick += 1
+        h.window.append((float("inf"), -self._tick, candidate))
+        self._queued += 1
+        if not_before:
+            h.clock.back_off(self.clock(), not_before)
+        self._schedule(h)
+        self._wake.set()
+
+    def set_crawl_delay(self, url: str, seconds: float | None) -> None:
+        self._host(host_key(url)).clock.crawl_delay = seconds or 0.0
+
+    def stop(self) -> None:
+        self._stopped = True
+        self._wake.set()
+
+    @property
+    def queued(self) -> int:
+        return self._queued
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    @property
+    def active_hosts(self) -> int:
+        return sum(1 for h in self.hosts.values() if h.clock.active)

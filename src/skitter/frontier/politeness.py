@@ -1,0 +1,74 @@
+"""Per-host politeness, pure (no I/O): how long to wait before the next request to a host.
+
+The rules (DESIGN.md, seed 002):
+- at most ``per_host`` requests to one host at once;
+- request *starts* at least ``gap`` apart, and at least ``gap`` from the end of the previous
+  response to the next start, where
+      gap = max(delay, robots Crawl-delay (capped), adaptive × last response time)
+  (seed 002: "for example 10 times the time it took to download the last page");
+- a 429/503 with Retry-After (or a retry's backoff) pushes the host's next time further.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Politeness:
+    delay: float = 1.0
+    per_host: int = 1
+    adaptive: float = 10.0
+    max_crawl_delay: float = 60.0
+    max_retry_after: float = 600.0
+
+
+class HostClock:
+    """The politeness clock of one host."""
+
+    __slots__ = ("policy", "crawl_delay", "last_elapsed", "next_time", "active")
+
+    def __init__(self, policy: Politeness) -> None:
+        self.policy = policy
+        self.crawl_delay = 0.0
+        self.last_elapsed = 0.0
+        self.next_time = 0.0
+        self.active = 0
+
+    def gap(self) -> float:
+        p = self.policy
+        return max(p.delay, min(self.crawl_delay, p.max_crawl_delay), p.adaptive * self.last_elapsed)
+
+    def can_start(self, now: float) -> bool:
+        return self.active < self.policy.per_host and now >= self.next_time
+
+    def started(self, now: float) -> None:
+        self.active += 1
+        self.next_time = max(self.next_time, now + self.gap())
+
+    def finished(self, now: float, elapsed: float | None) -> None:
+        self.active -= 1
+        if elapsed is not None:
+            self.last_elapsed = elapsed
+        self.next_time = max(self.next_time, now + self.gap())
+
+    def back_off(self, now: float, seconds: float) -> None:
+        self.next_time = max(self.next_time, now + min(seconds, self.policy.max_retry_after))
+
+
+def parse_retry_after(value: str | None, now_epoch: float) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP-date, RFC 9110 10.2.3)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - now_epoch)

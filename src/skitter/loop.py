@@ -1,0 +1,452 @@
+"""THE crawl loop. Every mode of skitter runs this one loop; it knows the parts only by their seams.
+
+The data flow (docs/architecture.md numbers the same steps):
+
+  1. frontier.next_ready()        best URL whose host may be contacted now (politeness)
+  2. robots                        cached rules for the URL's origin (fetched once, in the host's slot)
+  3. fetcher.get()                 one HTTP hop: caps, timeouts, errors as values
+  4. WARC                          request + response records appended (flushed before each commit)
+  5. outcome                       retry with backoff / redirect hop enqueued / content-seen test
+  6. parse                         HTML -> Page (text fields, meta robots, links with attributes)
+  7. link filter + scorer          scope, traps, depth; the strategy's priority
+  8. frontier.add()                URL-seen test on the fingerprint, admitted to disk or a host window
+  9. store                         fetch record, page fields, links — one SQLite transaction per batch
+
+Crash safety: all database writes of a batch commit together (every ``commit_interval`` seconds),
+after the WARC file has been flushed to the offset the batch records. A kill -9 loses at most the
+uncommitted batch; those URLs are still leased in the database, go back to the queue on resume and
+are fetched again (they were "in flight"), and the WARC tail past the commit point is truncated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import xxhash
+
+from .config import CrawlConfig
+from .errors import BadSeedError, CrawlDirError
+from .fetch import Fetcher
+from .frontier.local import LocalFrontier
+from .frontier.politeness import Politeness, parse_retry_after
+from .linkfilter import LinkFilter
+from .models import Candidate, FetchResult, Page
+from .netguard import allowed_classes
+from .parse import parse_html
+from .robots.cache import RobotsCache
+from .robots.rules import RobotsRules
+from .store.db import CrawlDB
+from .store.warc import WarcWriter
+from .strategies import ParentContext, make_scorer
+from .urls import URLError, canonicalize, fingerprint, host_key, resolve
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
+
+
+def _now_iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class CrawlStats:
+    """Live counters for the progress display (the database is the record; this is a view)."""
+
+    started: float = field(default_factory=time.monotonic)
+    fetched: int = 0          # URLs tried this session (fetch records written)
+    pages: int = 0            # HTML pages parsed
+    errors: int = 0
+    retries: int = 0
+    duplicates: int = 0
+    disallowed: int = 0
+    robots_fetches: int = 0
+    bytes: int = 0
+    statuses: Counter = field(default_factory=Counter)
+
+    def rate(self) -> float:
+        return self.fetched / max(1e-9, time.monotonic() - self.started)
+
+
+def check_seeds(seeds: list[str]) -> list[str]:
+    """Canonical seed URLs, or BadSeedError naming the first bad one."""
+    out = []
+    for s in seeds:
+        try:
+            out.append(canonicalize(s.strip()))
+        except URLError as exc:
+            raise BadSeedError(f"invalid seed URL {s!r}: {exc}") from None
+    if not out:
+        raise BadSeedError("no seed URL given")
+    return out
+
+
+class Crawler:
+    """One crawl, in one crawl directory. ``await Crawler(dir, config).run()``."""
+
+    commit_interval = 0.25
+
+    def __init__(self, directory: Path, config: CrawlConfig, *,
+                 on_progress: Callable[["Crawler"], None] | None = None) -> None:
+        self.directory = Path(directory)
+        self.config = config
+        self.on_progress = on_progress
+        self.stats = CrawlStats()
+        self.seeds = check_seeds(list(config.seeds))
+        self._stopping = False
+        self._interrupted = False
+
+    # -- setup -----------------------------------------------------------------------------
+    def _open(self) -> None:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            probe = self.directory / ".write-test"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise CrawlDirError(f"cannot write to crawl directory {self.directory}: {exc.strerror or exc}") from None
+        self.db = db = CrawlDB(self.directory)
+        previous = db.get_meta("config")
+        self.resumed = previous is not None
+        db.begin()
+        self.released = db.release_leases()
+        seeds = list(dict.fromkeys((previous or {}).get("seeds", []) + self.seeds))
+        self.config = self.config.with_(seeds=tuple(seeds))
+        db.set_meta("config", self.config.to_dict())
+        db.set_meta("state", "running")
+        if not self.resumed:
+            db.set_meta("started_at", _now_iso(time.time()))
+        db.commit()
+        warc_dir = self.directory / "warc"
+        warc_dir.mkdir(exist_ok=True)
+        committed = db.get_meta("warc_commit")
+        self.warc = WarcWriter.resume(warc_dir, tuple(committed) if committed else None,
+                                      software=f"{self.config.user_agent}")
+        counts = db.counts()
+        self.order = counts["max_order"]
+        c = self.config
+        self.frontier = LocalFrontier(db, Politeness(delay=c.delay, per_host=c.per_host,
+                                                     adaptive=c.adaptive_delay, max_crawl_delay=c.max_crawl_delay))
+        admitted = Counter(dict(db.conn.execute("SELECT host, count(*) FROM urls GROUP BY host").fetchall()))
+        self.filter = LinkFilter(c, seeds, admitted)
+        self.scorer = make_scorer(c.strategy)
+        self.fetched_total = counts["fetched"]
+
+    # -- the loop --------------------------------------------------------------------------
+    async def run(self) -> CrawlStats:
+        self._open()
+        c = self.config
+        allowed = allowed_classes(list(c.seeds), c.allow_private)
+        try:
+            async with Fetcher(c, allowed=allowed, resolver_overrides=dict(c.resolve)) as fetcher:
+                self.fetcher = fetcher
+                self.robots = RobotsCache(fetcher.get, c.user_agent, expiry=c.robots_expiry)
+                seeds = [Candidate(url=s, depth=0, priority=self.scorer.seed_priority(s)) for s in self.seeds]
+                for s in seeds:
+                    if self.filter.admit(s.url, 0):
+                        if self.frontier.add([s]):
+                            self.filter.admitted_new(s.url)
+                self._commit()
+                self._install_signals()
+                committer = asyncio.create_task(self._committer())
+                workers = [asyncio.create_task(self._worker()) for _ in range(max(1, c.concurrency))]
+                self._stop_event = asyncio.Event()
+                stopper = asyncio.create_task(self._stop_event.wait())
+                try:
+                    await asyncio.wait([asyncio.gather(*workers), stopper],
+                                       return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    stopper.cancel()
+                    for w in workers:
+                        w.cancel()
+                    await asyncio.gather(*workers, return_exceptions=True)
+                    committer.cancel()
+                    await asyncio.gather(committer, return_exceptions=True)
+        finally:
+            self._remove_signals()
+            self._finish()
+        return self.stats
+
+    def _budget_left(self) -> bool:
+        m = self.config.max_pages
+        return not m or self.fetched_total + self.frontier.in_flight < m
+
+    async def _worker(self) -> None:
+        frontier = self.frontier
+        while not self._stopping:
+            if not self._budget_left():
+                if self.frontier.in_flight == 0:
+                    frontier.stop()
+                    return
+                await asyncio.sleep(0.01)
+                continue
+            cand = await frontier.next_ready()
+            if cand is None:
+                return
+            await self._process(cand)
+
+    async def _process(self, cand: Candidate) -> None:
+        elapsed: float | None = None
+        retry_after: float | None = None
+        requested = True
+        try:
+            if self.config.obey_robots:
+                rules = self.robots.cached(cand.url)
+                if rules is None:
+                    elapsed = await self._fetch_robots(cand)
+                    self.frontier.requeue(cand)  # fetch the page in a later slot: robots used this one
+                    return
+                if rules.reason == "unreachable":
+                    requested = False
+                    if cand.attempts < self.config.retries:
+                        self.stats.retries += 1
+                        self.frontier.requeue(Candidate(**{**_fields(cand), "attempts": cand.attempts + 1}),
+                                              not_before=self._backoff(cand.attempts))
+                    else:
+                        self._record_skip(cand, "robots: robots.txt unreachable, crawling disallowed")
+                    return
+                if not rules.allowed(cand.url):
+                    requested = False
+                    self._record_skip(cand, "robots: disallowed by robots.txt")
+                    return
+            result = await self.fetcher.get(cand.url)
+            elapsed = result.elapsed
+            retry_after = self._handle(cand, result)
+        finally:
+            self.frontier.done(cand, elapsed=elapsed, retry_after=retry_after, requested=requested)
+
+    async def _fetch_robots(self, cand: Candidate) -> float:
+        t0 = time.monotonic()
+        rules = await self.robots.rules_for(cand.url)
+        self.stats.robots_fetches += 1
+        self.frontier.set_crawl_delay(cand.url, rules.crawl_delay)
+        origin = host_key(cand.url)
+        self.db.ensure_tx()
+        self.db.conn.execute(
+            "INSERT OR REPLACE INTO robots (origin, fetched_at, outcome, crawl_delay, sitemaps) VALUES (?, ?, ?, ?, ?)",
+            (origin, _now_iso(time.time()), rules.reason or "parsed", rules.crawl_delay,
+             "\n".join(rules.sitemaps)))
+        return time.monotonic() - t0
+
+    def _backoff(self, attempts: int) -> float:
+        return min(60.0, 1.0 * (2 ** attempts))
+
+    # -- outcomes --------------------------------------------------------------------------
+    def _handle(self, cand: Candidate, result: FetchResult) -> float | None:
+        """Store the outcome of one fetch; returns a Retry-After for the host, if any."""
+        c = self.config
+        status = result.status
+        retry_after = None
+        if status in (429, 503):
+            retry_after = parse_retry_after(result.header("retry-after"), time.time())
+        retryable = result.retryable if result.error else (status is not None and (status >= 500 or status == 429))
+        if retryable and cand.attempts < c.retries:
+            self.stats.retries += 1
+            wait = max(retry_after or 0.0, self._backoff(cand.attempts))
+            self.frontier.requeue(Candidate(**{**_fields(cand), "attempts": cand.attempts + 1}), not_before=wait)
+            return retry_after
+        location = self.warc.write(result, target_uri=cand.url) if status is not None else None
+        self.stats.bytes += len(result.raw_body)
+        record = {
+            "url": cand.url, "final_url": cand.url, "status": status, "error": result.error,
+            "fetched_at": _now_iso(result.started or time.time()), "depth": cand.depth, "parent": cand.parent,
+            "content_type": result.content_type, "content_length": len(result.body) if status is not None else None,
+            "elapsed": result.elapsed, "ip": result.ip,
+        }
+        if location is not None:
+            record.update(warc_file=location.filename, warc_offset=location.offset, warc_length=location.length)
+        page: Page | None = None
+        if status is not None and status in REDIRECT_CODES and result.header("location"):
+            self._redirect(cand, result, record)
+        elif status is not None and 200 <= status < 300:
+            page = self._content(cand, result, record)
+        self._store(cand, record, page)
+        return retry_after
+
+    def _redirect(self, cand: Candidate, result: FetchResult, record: dict) -> None:
+        target = resolve(cand.url, result.header("location") or "")
+        try:
+            target = canonicalize(target) if target else None
+        except URLError:
+            target = None
+        if target is None:
+            record["error"] = "redirect: bad Location header"
+            return
+        record["final_url"] = target
+        if cand.redirects >= self.config.max_redirects:
+            record["error"] = f"redirect: more than {self.config.max_redirects} hops"
+            return
+        if target == cand.url:
+            record["error"] = "redirect: loop to itself"
+            return
+        self._enqueue([Candidate(url=target, depth=cand.depth, parent=cand.url, priority=cand.priority,
+                                 redirects=cand.redirects + 1)])
+
+    def _content(self, cand: Candidate, result: FetchResult, record: dict) -> Page | None:
+        body = result.body
+        digest = xxhash.xxh3_128_hexdigest(body)
+        record["content_hash"] = digest
+        conn = self.db.conn
+        if conn.execute("INSERT OR IGNORE INTO contents (hash, url) VALUES (?, ?)", (digest, cand.url)).rowcount == 0:
+            original = conn.execute("SELECT url FROM contents WHERE hash = ?", (digest,)).fetchone()[0]
+            record["duplicate_of"] = original
+            self.stats.duplicates += 1
+            return None
+        if result.content_type not in HTML_TYPES and not (result.content_type is None and body[:512].lstrip()[:1] == b"<"):
+            return None  # non-HTML is recorded (and archived) but not parsed
+        page = parse_html(body, cand.url, result.header("content-type"),
+                          x_robots_tag=result.header("x-robots-tag"),
+                          user_agent_token=self.robots_token)
+        self.stats.pages += 1
+        record.update(title=page.title, outlinks=page.outlinks, canonical=page.canonical,
+                      noindex=int(page.noindex), nofollow=int(page.nofollow))
+        relevance = self.scorer.relevance(cand.url, page)
+        record["score"] = relevance if relevance is not None else cand.priority
+        parent = ParentContext(url=cand.url, page=page, depth=cand.depth, priority=cand.priority,
+                               relevance=relevance)
+        follow = []
+        depth = cand.depth + 1
+        for link in page.links:
+            if link.nofollow or page.nofollow:
+                continue
+            if self.filter.admit(link.url, depth):
+                follow.append(Candidate(url=link.url, depth=depth, parent=cand.url,
+                                        priority=self.scorer.score(link, parent)))
+        self._enqueue(follow)
+        return page
+
+    @property
+    def robots_token(self) -> str:
+        from .robots.rules import product_token
+
+        return product_token(self.config.user_agent)
+
+    def _enqueue(self, cands: list[Candidate]) -> None:
+        if not cands:
+            return
+        admit = []
+        for cand in cands:
+            rules = self.robots.cached(cand.url) if self.config.obey_robots else None
+            if rules is not None and rules.reason is None and not rules.allowed(cand.url):
+                # Known to be disallowed: record it now and never give it a politeness slot.
+                if self.frontier.add_done(cand):
+                    self.filter.admitted_new(cand.url)
+                    self._record_skip(cand, "robots: disallowed by robots.txt")
+                continue
+            admit.append(cand)
+        for cand in admit:
+            if self.frontier.add([cand]):
+                self.filter.admitted_new(cand.url)
+
+    # -- storage ---------------------------------------------------------------------------
+    def _record_skip(self, cand: Candidate, error: str) -> None:
+        """A URL we decided not to request (robots): a fetch record with no status and no order."""
+        self.stats.disallowed += 1
+        self._write_fetch(cand, {"url": cand.url, "final_url": None, "status": None, "error": error,
+                                 "fetched_at": None, "depth": cand.depth, "parent": cand.parent}, order=None)
+
+    def _store(self, cand: Candidate, record: dict, page: Page | None) -> None:
+        self.order += 1
+        self.fetched_total += 1
+        self.stats.fetched += 1
+        if record.get("status") is not None:
+            self.stats.statuses[record["status"]] += 1
+        if record.get("error"):
+            self.stats.errors += 1
+        self.filter.processed()
+        self._write_fetch(cand, record, order=self.order)
+        if page is not None:
+            fp = fingerprint(cand.url)
+            conn = self.db.conn
+            conn.execute(
+                "INSERT OR REPLACE INTO pages (fp, url, title, description, keywords, headings, text, lang, encoding)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (fp, cand.url, page.title, page.description, page.keywords, "\n".join(page.headings),
+                 page.text, page.lang, page.encoding))
+            conn.executemany(
+                "INSERT INTO links (src, dst, dst_url, anchor, visibility, position, distance, nofollow)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(fp, fingerprint(l.url), l.url, l.anchor, l.visibility, l.position, l.distance,
+                  int(l.nofollow or page.nofollow)) for l in page.links])
+
+    def _write_fetch(self, cand: Candidate, record: dict, *, order: int | None) -> None:
+        self.db.ensure_tx()
+        fp = fingerprint(cand.url)
+        record = dict(record, fetch_order=order, host=host_key(cand.url))
+        cols = ", ".join(record)
+        marks = ", ".join("?" for _ in record)
+        conn = self.db.conn
+        conn.execute(f"INSERT OR REPLACE INTO fetches (fp, {cols}) VALUES (?, {marks})", (fp, *record.values()))
+        conn.execute("UPDATE urls SET state = 2 WHERE fp = ?", (fp,))
+
+    def _commit(self) -> None:
+        """Flush the WARC file, then commit the batch that points into it (order matters)."""
+        if not self.db.in_transaction():
+            return
+        filename, offset = self.warc.flush()
+        self.db.set_meta("warc_commit", [filename, offset])
+        self.db.commit()
+
+    async def _committer(self) -> None:
+        while True:
+            await asyncio.sleep(self.commit_interval)
+            self._commit()
+            if self.on_progress is not None:
+                self.on_progress(self)
+
+    def _finish(self) -> None:
+        db = getattr(self, "db", None)
+        if db is None:
+            return
+        try:
+            db.ensure_tx()
+            exhausted = self.frontier.queued == 0 and self.frontier.in_flight == 0 and not self._interrupted
+            state = "finished" if exhausted else "stopped"
+            if self.config.max_pages and self.fetched_total >= self.config.max_pages:
+                state = "stopped"
+            db.set_meta("state", state)
+            db.set_meta("finished_at", _now_iso(time.time()))
+            self._commit()
+            db.release_leases()  # what is still in a window goes back to the queue, for the next run
+            db.commit()
+            self.state = state
+        finally:
+            self.warc.close()
+            db.close()
+
+    # -- Ctrl-C ----------------------------------------------------------------------------
+    def _install_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            loop.add_signal_handler(signal.SIGINT, self.interrupt)
+            loop.add_signal_handler(signal.SIGTERM, self.interrupt)
+        except (NotImplementedError, RuntimeError):
+            pass
+
+    def _remove_signals(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+            loop.remove_signal_handler(signal.SIGINT)
+            loop.remove_signal_handler(signal.SIGTERM)
+        except (NotImplementedError, RuntimeError):
+            pass
+
+    def interrupt(self) -> None:
+        """Stop cleanly: no new requests; what is in flight is abandoned and fetched on resume."""
+        if self._interrupted:
+            raise KeyboardInterrupt
+        self._interrupted = True
+        self._stopping = True
+        self.frontier.stop()
+        self._stop_event.set()
+
+
+def _fields(cand: Candidate) -> dict:
+    return {"url": cand.url, "depth": cand.depth, "parent": cand.parent, "priority": cand.priority,
+            "redirects": cand.redirects, "attempts": cand.attempts, "anchor": cand.anchor}

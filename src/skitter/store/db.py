@@ -1,0 +1,208 @@
+"""The crawl database: one SQLite file in the crawl directory, written by one writer.
+
+Tables (schema version in ``meta``):
+
+- ``meta``      key/value: schema version, the crawl's config (JSON), state, the WARC commit point.
+- ``urls``      the frontier AND the URL-seen set: one row per canonical URL ever admitted, keyed by its
+                64-bit fingerprint. ``state``: 0 queued (on disk), 1 leased (in the in-memory host
+                queues or in flight), 2 done. A crash leaves leased rows behind; ``open`` turns them
+                back to queued, so nothing is forgotten.
+- ``fetches``   one row per URL the crawler tried: the export record (DESIGN.md) plus where its
+                WARC records are.
+- ``pages``     the parsed text fields of HTML pages (for the index and the focused strategies).
+- ``links``     the link graph with anchor text and the link attributes of seed 004.
+- ``contents``  the content-seen test: content hash -> first URL with that body.
+- ``robots``    robots.txt fetches per origin (status, sitemaps) for stats.
+
+Durability: WAL with synchronous=NORMAL survives kill -9 (only an OS crash could lose the last
+commits). The crawl loop commits in small batches (see loop.py); the WARC file is flushed before the
+transaction that records its end offset commits, so a crash can only leave WARC bytes *after* the
+commit point, which :meth:`skitter.store.warc.WarcWriter.resume` truncates.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import CrawlDirError
+
+SCHEMA_VERSION = 1
+DB_NAME = "crawl.db"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS urls (
+    fp INTEGER PRIMARY KEY,
+    url TEXT NOT NULL,
+    host TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    parent TEXT,
+    priority REAL NOT NULL,
+    seq INTEGER NOT NULL,
+    state INTEGER NOT NULL DEFAULT 0,
+    redirects INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS urls_queued ON urls (host, priority DESC, seq) WHERE state = 0;
+CREATE TABLE IF NOT EXISTS fetches (
+    fp INTEGER PRIMARY KEY,
+    fetch_order INTEGER,
+    url TEXT NOT NULL,
+    final_url TEXT,
+    status INTEGER,
+    error TEXT,
+    fetched_at TEXT,
+    depth INTEGER,
+    parent TEXT,
+    host TEXT,
+    content_type TEXT,
+    content_length INTEGER,
+    content_hash TEXT,
+    duplicate_of TEXT,
+    near_duplicate_of TEXT,
+    title TEXT,
+    outlinks INTEGER,
+    score REAL,
+    pagerank REAL,
+    canonical TEXT,
+    noindex INTEGER NOT NULL DEFAULT 0,
+    nofollow INTEGER NOT NULL DEFAULT 0,
+    elapsed REAL,
+    ip TEXT,
+    warc_file TEXT,
+    warc_offset INTEGER,
+    warc_length INTEGER
+);
+CREATE INDEX IF NOT EXISTS fetches_order ON fetches (fetch_order);
+CREATE TABLE IF NOT EXISTS pages (
+    fp INTEGER PRIMARY KEY,
+    url TEXT NOT NULL,
+    title TEXT, description TEXT, keywords TEXT, headings TEXT, text TEXT,
+    lang TEXT, encoding TEXT, last_modified TEXT, etag TEXT
+);
+CREATE TABLE IF NOT EXISTS links (
+    src INTEGER NOT NULL,
+    dst INTEGER NOT NULL,
+    dst_url TEXT NOT NULL,
+    anchor TEXT,
+    visibility INTEGER, position INTEGER, distance INTEGER,
+    nofollow INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS links_src ON links (src);
+CREATE INDEX IF NOT EXISTS links_dst ON links (dst);
+CREATE TABLE IF NOT EXISTS contents (hash TEXT PRIMARY KEY, url TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS robots (
+    origin TEXT PRIMARY KEY, fetched_at TEXT, outcome TEXT, crawl_delay REAL, sitemaps TEXT
+);
+"""
+
+# The export record's fields, in DESIGN.md's order (the contract), then our extra fields.
+EXPORT_FIELDS = (
+    "url", "final_url", "status", "error", "fetched_at", "fetch_order", "depth", "parent",
+    "content_type", "content_length", "content_hash", "duplicate_of", "near_duplicate_of",
+    "title", "outlinks", "score", "pagerank",
+)
+EXTRA_FIELDS = ("host", "canonical", "noindex", "nofollow", "elapsed", "ip")
+
+
+def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open the crawl database. Readers (search, web UI, stats) use readonly=True."""
+    uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout = 5000")
+        if not readonly:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA cache_size = -32000")
+    except sqlite3.Error as exc:
+        raise CrawlDirError(f"cannot open crawl database {path}: {exc}") from None
+    return conn
+
+
+class CrawlDB:
+    """The writer's handle on the crawl database (one per crawl process)."""
+
+    def __init__(self, directory: Path, *, readonly: bool = False) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / DB_NAME
+        if readonly and not self.path.exists():
+            raise CrawlDirError(f"{self.directory} is not a crawl directory (no {DB_NAME})")
+        self.conn = connect(self.path, readonly=readonly)
+        try:
+            if not readonly:
+                self.conn.executescript(SCHEMA)
+                if self.get_meta("schema_version") is None:
+                    self.set_meta("schema_version", SCHEMA_VERSION)
+            version = self.get_meta("schema_version")
+            # A read-only open of a directory that was never initialised has no meta table.
+        except sqlite3.DatabaseError as exc:
+            self.conn.close()
+            raise CrawlDirError(f"corrupt crawl database {self.path}: {exc}") from None
+        if version != SCHEMA_VERSION:
+            self.conn.close()
+            raise CrawlDirError(f"crawl database {self.path} has schema {version!r}, expected {SCHEMA_VERSION}")
+        if not readonly:
+            self._check_integrity()
+
+    def _check_integrity(self) -> None:
+        try:
+            row = self.conn.execute("PRAGMA quick_check").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise CrawlDirError(f"corrupt crawl database {self.path}: {exc}") from None
+        if row is None or row[0] != "ok":
+            raise CrawlDirError(f"corrupt crawl database {self.path}: {row[0] if row else 'no answer'}")
+
+    # -- meta -------------------------------------------------------------------------------
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+
+    # -- transactions -----------------------------------------------------------------------
+    def begin(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("COMMIT")
+
+    def ensure_tx(self) -> None:
+        if not self.conn.in_transaction:
+            self.conn.execute("BEGIN IMMEDIATE")
+
+    def in_transaction(self) -> bool:
+        return self.conn.in_transaction
+
+    def query(self, sql: str, params: tuple = ()) -> Iterator[sqlite3.Row]:
+        cur = self.conn.execute(sql, params)
+        cur.row_factory = sqlite3.Row
+        return cur
+
+    def close(self) -> None:
+        try:
+            if self.conn.in_transaction:
+                self.conn.execute("COMMIT")
+        finally:
+            self.conn.close()
+
+    # -- resume -----------------------------------------------------------------------------
+    def release_leases(self) -> int:
+        """After a crash or a stop: leased (in-memory or in-flight) URLs go back to the queue."""
+        cur = self.conn.execute("UPDATE urls SET state = 0 WHERE state = 1")
+        return cur.rowcount
+
+    def counts(self) -> dict[str, int]:
+        q = self.conn.execute
+        return {
+            "queued": q("SELECT count(*) FROM urls WHERE state != 2").fetchone()[0],
+            "seen": q("SELECT count(*) FROM urls").fetchone()[0],
+            "fetched": q("SELECT count(*) FROM fetches WHERE fetch_order IS NOT NULL").fetchone()[0],
+            "max_order": q("SELECT coalesce(max(fetch_order), 0) FROM fetches").fetchone()[0],
+            "max_seq": q("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0],
+        }

@@ -1,0 +1,73 @@
+"""Bad input gets one clear line and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+
+def skitter(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "skitter", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def one_error_line(res: subprocess.CompletedProcess) -> str:
+    assert res.returncode != 0
+    assert "Traceback" not in res.stderr
+    lines = [l for l in res.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, res.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("seed", ["not a url", "ftp://example.com/", "http://", "javascript:alert(1)",
+                                  "http://exa mple.com/"])
+def test_bad_seed(tmp_path, seed):
+    line = one_error_line(skitter("crawl", seed, "-o", str(tmp_path / "c"), "--quiet"))
+    assert line.startswith("skitter: error:") and "seed" in line
+
+
+def test_unwritable_directory(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    line = one_error_line(skitter("crawl", "http://127.0.0.1:9/", "-o", str(blocker / "sub"), "--quiet"))
+    assert "crawl directory" in line
+
+
+def test_corrupt_crawl_directory(tmp_path):
+    d = tmp_path / "c"
+    d.mkdir()
+    (d / "crawl.db").write_bytes(b"this is not a database" * 100)
+    for args in (("crawl", "http://127.0.0.1:9/", "-o", str(d), "--quiet"), ("stats", str(d)),
+                 ("export", str(d), "--format", "jsonl")):
+        line = one_error_line(skitter(*args))
+        assert "corrupt" in line or "not a crawl" in line or "database" in line
+
+
+def test_not_a_crawl_directory(tmp_path):
+    line = one_error_line(skitter("stats", str(tmp_path)))
+    assert "not a crawl directory" in line
+
+
+def test_unreachable_host_is_recorded_not_fatal(tmp_path):
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens there now: connection refused
+    d = tmp_path / "c"
+    res = skitter("crawl", f"http://127.0.0.1:{port}/", "-o", str(d), "--quiet", "--retries", "0",
+                  "--delay", "0")
+    assert res.returncode == 0, res.stderr
+    out = skitter("export", str(d), "--format", "jsonl")
+    recs = [json.loads(l) for l in out.stdout.splitlines()]
+    assert recs and all(r["status"] is None for r in recs)
+    assert any((r["error"] or "").startswith(("connect", "robots")) for r in recs)
+
+
+def test_bad_export_format(tmp_path):
+    res = skitter("export", str(tmp_path), "--format", "xml")
+    assert res.returncode != 0 and "Traceback" not in res.stderr
