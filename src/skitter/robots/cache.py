@@ -1,0 +1,177 @@
+"""An asyncio cache of robots.txt rules, one entry per origin (scheme, host, port).
+
+The HTTP access rules of RFC 9309 2.3.1 live here:
+
+* 2xx: the body (its first ``max_bytes``) is parsed (2.3.1.1).
+* 3xx: the Location is followed, up to ``max_redirects`` hops (five by default, the RFC's
+  "at least five"); a longer chain, or a 3xx without Location, counts as unavailable (2.3.1.2).
+* 4xx: "unavailable", everything is allowed (2.3.1.3) -- except 429 Too Many Requests, which
+  is a request to slow down and is treated like 5xx, as Google does.
+* 5xx, network errors, timeouts: "unreachable", everything is disallowed (2.3.1.4). This
+  verdict is kept only ``error_expiry`` seconds so that the file is tried again soon.
+
+Parsed (and unavailable) rules are kept ``expiry`` seconds: 24 hours by default, the most
+RFC 9309 2.4 recommends. Concurrent callers for one origin share a single fetch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from urllib.parse import urljoin, urlsplit
+
+from skitter.errors import BodyTooLarge
+from skitter.models import FetchResult
+from skitter.robots.rules import MAX_BYTES, RobotsRules
+
+__all__ = ["Getter", "Origin", "RobotsCache", "origin_of", "robots_url"]
+
+#: Fetches ONE hop (no redirect following) and reports failures in ``FetchResult.error``.
+Getter = Callable[[str], Awaitable[FetchResult]]
+Origin = tuple[str, str, int]
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_PURGE_EVERY = 1024  # stores between two sweeps of expired entries
+
+
+def origin_of(url: str) -> Origin:
+    """``(scheme, host, port)`` of an absolute URL, lower-cased, with the default port filled in.
+
+    Raises ValueError for a URL without scheme or host, or with a bad port.
+    """
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    host = parts.hostname or ""  # already lower-cased, IPv6 without brackets
+    if not scheme or not host:
+        raise ValueError(f"not an absolute URL: {url!r}")
+    port = parts.port  # raises ValueError for a bad port
+    if port is None:
+        port = _DEFAULT_PORTS.get(scheme, 0)
+    return scheme, host, port
+
+
+def robots_url(origin: Origin) -> str:
+    """The robots.txt URL of an origin (RFC 9309 2.3: at the top level path, "/robots.txt")."""
+    scheme, host, port = origin
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
+    return f"{scheme}://{netloc}/robots.txt"
+
+
+class RobotsCache:
+    """robots.txt rules per origin, fetched on demand through ``get``."""
+
+    def __init__(
+        self,
+        get: Getter,
+        user_agent: str,
+        *,
+        expiry: float = 86400.0,
+        error_expiry: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+        max_bytes: int = MAX_BYTES,
+        max_redirects: int = 5,
+    ) -> None:
+        self._get = get
+        self.user_agent = user_agent
+        self.expiry = expiry
+        self.error_expiry = error_expiry
+        self.max_bytes = max_bytes
+        self.max_redirects = max_redirects
+        self._clock = clock
+        self._entries: dict[Origin, tuple[RobotsRules, float]] = {}
+        self._inflight: dict[Origin, asyncio.Future[RobotsRules]] = {}
+        self._stores = 0
+        #: Number of robots.txt loads started (each may take several requests).
+        self.loads = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    async def rules_for(self, url: str) -> RobotsRules:
+        """The rules for ``url``'s origin, fetching robots.txt if not cached (or expired).
+
+        All the tasks that ask for one origin while it is being fetched await the same fetch;
+        a caller being cancelled does not cancel the fetch for the others.
+        """
+        origin = origin_of(url)
+        rules = self._lookup(origin)
+        if rules is not None:
+            return rules
+        future = self._inflight.get(origin)
+        if future is None:
+            future = asyncio.ensure_future(self._load(origin))
+            self._inflight[origin] = future
+        return await asyncio.shield(future)
+
+    def cached(self, url: str) -> RobotsRules | None:
+        """The cached rules for ``url``'s origin, or None if absent or expired. Never fetches."""
+        return self._lookup(origin_of(url))
+
+    def forget(self, url: str) -> None:
+        """Drop the cached rules of ``url``'s origin (a fetch under way is not affected)."""
+        self._entries.pop(origin_of(url), None)
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _lookup(self, origin: Origin) -> RobotsRules | None:
+        entry = self._entries.get(origin)
+        if entry is None:
+            return None
+        rules, expires = entry
+        if self._clock() >= expires:
+            del self._entries[origin]
+            return None
+        return rules
+
+    async def _load(self, origin: Origin) -> RobotsRules:
+        self.loads += 1
+        try:
+            try:
+                rules, ttl = await self._fetch(robots_url(origin))
+            except Exception:  # the getter should not raise; if it does: unreachable
+                rules, ttl = RobotsRules.disallow_all("unreachable"), self.error_expiry
+            self._store(origin, rules, ttl)
+            return rules
+        finally:
+            self._inflight.pop(origin, None)
+
+    def _store(self, origin: Origin, rules: RobotsRules, ttl: float) -> None:
+        now = self._clock()
+        self._entries[origin] = (rules, now + ttl)
+        self._stores += 1
+        if self._stores % _PURGE_EVERY == 0:
+            for key in [k for k, (_, exp) in self._entries.items() if now >= exp]:
+                del self._entries[key]
+
+    async def _fetch(self, url: str) -> tuple[RobotsRules, float]:
+        """Fetch robots.txt at ``url`` following redirects; the rules and how long to keep them."""
+        unreachable = RobotsRules.disallow_all("unreachable"), self.error_expiry
+        unavailable = RobotsRules.allow_all("unavailable"), self.expiry
+        for hop in range(self.max_redirects + 1):
+            result = await self._get(url)
+            status = result.status
+            if status is None:
+                return unreachable
+            ok = 200 <= status < 300
+            if result.error is not None and not (ok and result.error.startswith(BodyTooLarge.code)):
+                # A failed request (or a body cut by a network error) cannot be trusted; a body
+                # over the fetcher's cap is still a good prefix, parsed like any (RFC 9309 2.5).
+                return unreachable
+            if ok:
+                rules = RobotsRules.parse(result.body, self.user_agent, max_bytes=self.max_bytes)
+                return rules, self.expiry
+            if 300 <= status < 400:
+                location = result.header("location")
+                if not location or not location.strip() or hop == self.max_redirects:
+                    return unavailable  # RFC 9309 2.3.1.2: MAY treat as unavailable
+                url = urljoin(url, location.strip())
+                continue
+            if status == 429:
+                return unreachable
+            if 400 <= status < 500:
+                return unavailable
+            return unreachable  # 5xx, and anything else unexpected
+        return unavailable  # not reached: the last hop returns above
