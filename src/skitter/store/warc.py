@@ -1,0 +1,646 @@
+"""WARC 1.1 output that survives kill -9.
+
+Layout
+------
+Files are ``{prefix}-{UTC yyyymmddHHMMSS}-{serial:05d}.warc.gz`` in one directory. The serial
+increases over the life of the directory (a new writer continues after the highest serial it
+finds), so "newer" always means "higher serial". Each file starts with a ``warcinfo`` record.
+Every record is its own gzip member, so any record can be read by seeking straight to its
+offset, and byte ranges of whole members can be concatenated into a valid WARC file
+(:func:`export_warc`).
+
+:meth:`WarcWriter.write` stores one fetch as a ``request`` record followed by a ``response``
+record, linked both ways by ``WARC-Concurrent-To``. The :class:`WarcLocation` it returns covers
+**both** records: ``offset`` is where the request record starts and ``length`` is the byte
+length of the pair (request member + response member). :func:`read_record` accepts that offset
+(it skips the request record) or the offset of the response record itself.
+
+The response block is the HTTP status line and headers as received, except that
+``Transfer-Encoding`` is dropped (the body is stored de-chunked) and ``Content-Length`` is set to
+``len(raw_body)``; ``Content-Encoding`` is kept, because the stored payload is ``raw_body``, the
+body as sent. ``WARC-Payload-Digest`` is the SHA-1 of ``raw_body`` and ``WARC-Block-Digest`` the
+SHA-1 of the whole block, both base32 as usual. ``WARC-Date`` is ``FetchResult.started`` with
+microseconds (WARC 1.1 allows fractional seconds).
+
+Crash safety
+------------
+1. ``write`` appends whole gzip members to the current file; nothing is durable yet.
+2. ``flush`` fsyncs and returns ``(filename, end_offset)``. The caller records that in the same
+   SQLite transaction as the rows that point at the records, so SQLite never references WARC
+   bytes that are not on disk.
+3. After a crash, :meth:`WarcWriter.resume` truncates the committed file to the committed end
+   offset (dropping records that were written but never committed, and any torn half-written
+   member), deletes every file of the prefix with a higher serial, and opens a *new* file for
+   further writes; a repaired file is never appended to.
+
+If a write fails part-way (disk full, an exception or cancellation inside ``write``), the file
+is truncated back to where the failed pair started and closed, and the next ``write`` opens a
+new file, so a failed write never leaves garbage between good records.
+
+Implementation choice: fastwarc
+-------------------------------
+Records are serialised by fastwarc's ``WarcRecord.write`` into a ``GzipWriter`` (compression
+level 6, 64 KiB buffer) whose ``finish()`` ends the gzip member after each record (the writer
+then starts a new member on the same file; ``close()`` adds nothing). fastwarc computes the block
+digest; the payload digest (SHA-1 of ``raw_body``) is passed in. The alternative, building the
+WARC headers by hand and compressing each record with its own ``zlib.compressobj(6, DEFLATED,
+31)``, was measured in an A/B run (complete ``write()`` of both variants, 600 fetches with 20 KB
+payloads, five interleaved repetitions, 2 shared CPUs): the two were within noise of each other
+(~1,000-1,800 fetches/s each depending on load; fastwarc ahead by 5-10 % on plain text and on
+incompressible bodies, zlib ahead by ~4 % on HTML-like pages; output sizes within 4 %). With no
+speed reason to hand-roll the format, fastwarc is kept: it is already a dependency and it owns
+the record serialisation (header block, Content-Length, digests). The 64 KiB buffer measured a
+little faster than fastwarc's 8 KiB default.
+
+Reading: :func:`read_record` uses fastwarc (a runtime dependency). :func:`validate` checks the
+gzip framing itself and then reads every record with warcio (digests verified) when warcio is
+installed (it is in the ``test`` extra), else with fastwarc.
+
+A ``WarcWriter`` is not thread-safe; use it from one thread (the crawl loop's).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+import time
+import zlib
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from http import HTTPStatus
+from pathlib import Path
+from typing import Iterable, Mapping, Union
+from urllib.parse import urlsplit
+
+from fastwarc.stream_io import GzipWriter
+from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
+
+from ..errors import CrawlDirError
+from ..models import FetchResult
+
+__all__ = [
+    "WarcLocation",
+    "WarcWriter",
+    "read_record",
+    "validate",
+    "export_warc",
+]
+
+COMPRESSION_LEVEL = 6
+_GZIP_BUFFER = 1 << 16
+_COPY_CHUNK = 1 << 20
+_CONFORMS_TO = "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
+
+
+@dataclass(frozen=True, slots=True)
+class WarcLocation:
+    """Where one fetch is stored: ``filename`` (base name in the WARC directory), ``offset`` of
+    its request record and ``length`` of the request + response pair, in bytes of the file."""
+
+    filename: str
+    offset: int
+    length: int
+
+
+Source = Union[WarcLocation, tuple[str, int, int]]
+
+
+# --------------------------------------------------------------------------------------- helpers
+
+
+def _sha1_b32(data: bytes) -> str:
+    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
+
+
+def _warc_date(ts: float) -> str:
+    if not ts or ts <= 0:
+        ts = time.time()
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _clean(text: str) -> str:
+    """No CR/LF inside a header line (a header could otherwise forge record structure)."""
+    if "\r" in text or "\n" in text:
+        text = text.replace("\r", " ").replace("\n", " ")
+    return text
+
+
+def _hbytes(text: str) -> bytes:
+    text = _clean(text)
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace")
+
+
+def _http_version(version: str) -> str:
+    version = (version or "1.1").strip()
+    if version.upper().startswith("HTTP/"):
+        version = version[5:]
+    return version or "1.1"
+
+
+def _response_block_head(result: FetchResult) -> bytes:
+    status = int(result.status)  # type: ignore[arg-type]
+    reason = result.reason
+    if not reason:
+        try:
+            reason = HTTPStatus(status).phrase
+        except ValueError:
+            reason = ""
+    out = [_hbytes(f"HTTP/{_http_version(result.http_version)} {status} {reason}")]
+    length = b"Content-Length: " + str(len(result.raw_body)).encode("ascii")
+    length_done = False
+    for name, value in result.headers:
+        low = name.lower()
+        if low == "transfer-encoding":
+            continue
+        if low == "content-length":
+            if not length_done:
+                out.append(length)
+                length_done = True
+            continue
+        out.append(_hbytes(name) + b": " + _hbytes(value))
+    if not length_done:
+        out.append(length)
+    out.append(b"")
+    out.append(b"")
+    return b"\r\n".join(out)
+
+
+def _request_block(result: FetchResult) -> bytes:
+    parts = urlsplit(result.url)
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    out = [_hbytes(f"GET {target} HTTP/{_http_version(result.http_version)}")]
+    has_host = False
+    for name, value in result.request_headers:
+        if name.lower() == "host":
+            has_host = True
+        out.append(_hbytes(name) + b": " + _hbytes(value))
+    if not has_host and parts.netloc:
+        out.insert(1, b"Host: " + _hbytes(parts.netloc.rsplit("@", 1)[-1]))
+    out.append(b"")
+    out.append(b"")
+    return b"\r\n".join(out)
+
+
+def _warcinfo_record(filename: str, software: str, description: str | None = None) -> WarcRecord:
+    rec = WarcRecord()
+    rec.init_headers(WarcRecordType.warcinfo)
+    rec.headers["WARC-Date"] = _warc_date(time.time())
+    rec.headers["WARC-Filename"] = _clean(filename)
+    rec.headers["Content-Type"] = "application/warc-fields"
+    fields = [
+        f"software: {_clean(software)}",
+        "format: WARC File Format 1.1",
+        f"conformsTo: {_CONFORMS_TO}",
+    ]
+    if description:
+        fields.append(f"description: {_clean(description)}")
+    rec.set_bytes_content(("\r\n".join(fields) + "\r\n").encode("utf-8"))
+    return rec
+
+
+def _name_re(prefix: str) -> re.Pattern[str]:
+    return re.compile(rf"^{re.escape(prefix)}-(\d{{14}})-(\d{{5,}})\.warc\.gz$")
+
+
+def _list_files(directory: Path, prefix: str) -> list[tuple[int, Path]]:
+    """This prefix's WARC files in ``directory`` as (serial, path), by serial."""
+    pattern = _name_re(prefix)
+    found = []
+    if directory.is_dir():
+        for entry in os.scandir(directory):
+            m = pattern.match(entry.name)
+            if m and entry.is_file():
+                found.append((int(m.group(2)), Path(entry.path)))
+    found.sort()
+    return found
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------- writer
+
+
+class WarcWriter:
+    """Appends request/response record pairs to rolling ``.warc.gz`` files (see module doc)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        prefix: str = "skitter",
+        max_file_bytes: int = 1 << 30,
+        software: str = "skitter/0.1.0",
+    ) -> None:
+        if not prefix or "/" in prefix or os.sep in prefix:
+            raise ValueError(f"bad WARC file prefix: {prefix!r}")
+        if max_file_bytes <= 0:
+            raise ValueError("max_file_bytes must be positive")
+        self.directory = Path(directory)
+        self.prefix = prefix
+        self.max_file_bytes = max_file_bytes
+        self.software = software
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._f = None  # the open file (buffered binary), or None between files / after close
+        self._gz: GzipWriter | None = None
+        self._name = ""
+        self._offset = 0  # end offset of the last complete member in the current file
+        self._pairs = 0  # pairs in the current file
+        self._closed = False
+        self._open_new()
+
+    # -- files
+
+    def _open_new(self) -> None:
+        files = _list_files(self.directory, self.prefix)
+        serial = files[-1][0] + 1 if files else 1
+        stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
+        while True:
+            name = f"{self.prefix}-{stamp}-{serial:05d}.warc.gz"
+            try:
+                f = open(self.directory / name, "xb")
+            except FileExistsError:
+                serial += 1
+                continue
+            break
+        try:
+            gz = GzipWriter(f, compression_level=COMPRESSION_LEVEL, buffer_size=_GZIP_BUFFER)
+            _warcinfo_record(name, self.software).write(gz, checksum_data=True)
+            gz.finish()
+            f.flush()
+            os.fsync(f.fileno())
+        except BaseException:
+            f.close()
+            (self.directory / name).unlink(missing_ok=True)
+            raise
+        _fsync_dir(self.directory)
+        self._f, self._gz, self._name = f, gz, name
+        self._offset = f.tell()
+        self._pairs = 0
+
+    def _close_file(self) -> None:
+        f, gz = self._f, self._gz
+        if f is None:
+            return
+        self._f = self._gz = None
+        try:
+            gz.close()
+            f.flush()
+            os.fsync(f.fileno())
+        finally:
+            f.close()
+
+    def _abandon(self, good_end: int) -> None:
+        """A write failed part-way: cut the file back to its last good member and close it."""
+        f, gz = self._f, self._gz
+        self._f = self._gz = None
+        for step in (
+            gz.close,
+            f.flush,
+            lambda: f.truncate(good_end),
+            lambda: os.fsync(f.fileno()),
+            f.close,
+        ):
+            try:
+                step()
+            except BaseException:  # noqa: BLE001 - best effort; resume() truncates anyway
+                pass
+        self._offset = good_end
+
+    # -- public API
+
+    @property
+    def filename(self) -> str:
+        """Base name of the file being written (or last written)."""
+        return self._name
+
+    def write(self, result: FetchResult, *, target_uri: str | None = None) -> WarcLocation | None:
+        """Append the request and response records of ``result``.
+
+        Returns where the pair is (offset of the request record, length of both records), or
+        None for a failed fetch (``status`` None), for which nothing is written.
+        """
+        if result.status is None:
+            return None
+        if self._closed:
+            raise ValueError("write to a closed WarcWriter")
+        if self._f is None:
+            self._open_new()
+        elif self._pairs and self._offset >= self.max_file_bytes:
+            self._close_file()
+            self._open_new()
+
+        uri = _clean(target_uri or result.url)
+        date = _warc_date(result.started)
+        raw = result.raw_body
+
+        req = WarcRecord()
+        req.init_headers(WarcRecordType.request)
+        resp = WarcRecord()
+        resp.init_headers(WarcRecordType.response)
+        for rec in (req, resp):
+            rec.headers["WARC-Date"] = date
+            rec.headers["WARC-Target-URI"] = uri
+            if result.ip:
+                rec.headers["WARC-IP-Address"] = _clean(result.ip)
+        req.headers["WARC-Concurrent-To"] = resp.record_id
+        resp.headers["WARC-Concurrent-To"] = req.record_id
+        req.set_bytes_content(_request_block(result))
+        resp.set_bytes_content(_response_block_head(result) + raw)
+        req.is_http = True
+        resp.is_http = True
+        payload_digest = hashlib.sha1(raw).digest()
+
+        start = self._offset
+        f, gz = self._f, self._gz
+        try:
+            req.write(gz, checksum_data=True)
+            gz.finish()
+            resp.write(gz, checksum_data=True, payload_digest=payload_digest)
+            gz.finish()
+            end = f.tell()
+        except BaseException:
+            self._abandon(start)
+            raise
+        self._offset = end
+        self._pairs += 1
+        return WarcLocation(self._name, start, end - start)
+
+    def flush(self) -> tuple[str, int]:
+        """Make everything written so far durable; return (current file name, its end offset).
+
+        Store the pair in the same transaction as the rows that reference the records."""
+        if self._f is not None:
+            self._f.flush()
+            os.fsync(self._f.fileno())
+        return self._name, self._offset
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._close_file()
+
+    def __enter__(self) -> WarcWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @classmethod
+    def resume(
+        cls,
+        directory: Path,
+        committed: Mapping[str, int] | tuple[str, int] | None,
+        **kw: object,
+    ) -> WarcWriter:
+        """Repair ``directory`` after a crash, then return a writer on a NEW file.
+
+        ``committed`` is the last ``flush()`` result the caller committed, or a mapping of file
+        name to committed end offset, or None if nothing was ever committed. Each committed file
+        is truncated to its committed end offset; every WARC file of the prefix with a higher
+        serial than the newest committed file is deleted (with None: every file of the prefix).
+        Files with lower serials are left alone. Raises :class:`CrawlDirError` if a committed
+        file is missing or shorter than its committed offset (committed records were lost).
+        """
+        directory = Path(directory)
+        prefix = str(kw.get("prefix", "skitter"))
+        if committed is None:
+            points: dict[str, int] = {}
+        elif isinstance(committed, Mapping):
+            points = {Path(k).name: int(v) for k, v in committed.items()}
+        else:
+            name, offset = committed
+            points = {Path(name).name: int(offset)}
+
+        files = _list_files(directory, prefix)
+        serial_of = {path.name: serial for serial, path in files}
+        pattern = _name_re(prefix)
+        for name, offset in points.items():
+            if not pattern.match(name):
+                raise CrawlDirError(f"committed WARC file {name!r} is not a {prefix!r} WARC file")
+            if name not in serial_of:
+                raise CrawlDirError(f"committed WARC file {directory / name} is missing")
+            if offset < 0:
+                raise CrawlDirError(f"bad committed offset {offset} for {name}")
+        newest = max((serial_of[n] for n in points), default=0)
+
+        for serial, path in files:
+            if serial > newest:
+                path.unlink()
+        for name, offset in points.items():
+            path = directory / name
+            size = path.stat().st_size
+            if size < offset:
+                raise CrawlDirError(
+                    f"WARC file {path} has {size} bytes, less than its committed end offset "
+                    f"{offset}: committed records are lost"
+                )
+            if size > offset:
+                with open(path, "r+b") as f:
+                    f.truncate(offset)
+                    f.flush()
+                    os.fsync(f.fileno())
+        _fsync_dir(directory)
+        return cls(directory, **kw)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------- reading
+
+
+def read_record(path: Path, offset: int) -> tuple[list[tuple[str, str]], bytes]:
+    """Read the response record at ``offset`` (or the pair starting there, as returned by
+    :meth:`WarcWriter.write`). Returns (HTTP headers as (name, value) pairs, payload as stored,
+    i.e. ``raw_body`` with any content encoding)."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        seen = 0
+        for rec in ArchiveIterator(f, parse_http=True):
+            if rec.record_type == WarcRecordType.response:
+                headers = list(rec.http_headers.to_tuples()) if rec.http_headers else []
+                return headers, rec.reader.read()
+            seen += 1
+            if rec.record_type != WarcRecordType.request or seen > 1:
+                break
+    raise ValueError(f"no response record at {path}:{offset}")
+
+
+def _count_gzip_members(path: Path) -> int:
+    """Walk the file as a sequence of gzip members; raise ValueError on a torn or bad member."""
+    count = 0
+    pos = 0  # file offset of the start of `data`
+    member_start = 0
+    d = None
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(_COPY_CHUNK)
+            if not chunk:
+                break
+            data = chunk
+            while data:
+                if d is None:
+                    d = zlib.decompressobj(31)
+                    member_start = pos
+                    if data[:1] != b"\x1f" or (len(data) > 1 and data[1:2] != b"\x8b"):
+                        raise ValueError(f"{path}: no gzip member at offset {pos}")
+                try:
+                    d.decompress(data, _COPY_CHUNK)
+                    while d.unconsumed_tail and not d.eof:
+                        d.decompress(d.unconsumed_tail, _COPY_CHUNK)
+                except zlib.error as e:
+                    raise ValueError(
+                        f"{path}: corrupt gzip member at offset {member_start}: {e}"
+                    ) from None
+                if d.eof:
+                    count += 1
+                    rest = d.unused_data
+                    pos += len(data) - len(rest)
+                    data = rest
+                    d = None
+                else:
+                    pos += len(data)
+                    data = b""
+    if d is not None:
+        raise ValueError(f"{path}: truncated gzip member at offset {member_start}")
+    return count
+
+
+def _validate_warcio(path: Path) -> int:
+    from warcio.archiveiterator import ArchiveIterator as WarcioIterator
+
+    count = 0
+    with open(path, "rb") as f:
+        try:
+            for rec in WarcioIterator(f, check_digests="raise"):
+                if rec.rec_type not in {"warcinfo", "request", "response", "metadata",
+                                        "resource", "revisit", "conversion", "continuation"}:
+                    raise ValueError(f"unknown record type {rec.rec_type!r}")
+                stream = rec.raw_stream
+                while stream.read(_COPY_CHUNK):
+                    pass
+                count += 1
+        except ValueError as e:
+            raise ValueError(f"{path}: record {count + 1}: {e}") from e
+        except Exception as e:  # noqa: BLE001 - warcio raises a zoo of exception types
+            raise ValueError(f"{path}: record {count + 1}: {type(e).__name__}: {e}") from e
+    return count
+
+
+def _validate_fastwarc(path: Path) -> int:
+    count = 0
+    with open(path, "rb") as f:
+        try:
+            for rec in ArchiveIterator(f, parse_http=False):
+                if "WARC-Block-Digest" in rec.headers and not rec.verify_block_digest():
+                    raise ValueError("block digest failed")
+                if "WARC-Payload-Digest" in rec.headers:
+                    rec.parse_http()
+                    if not rec.verify_payload_digest():
+                        raise ValueError("payload digest failed")
+                count += 1
+        except ValueError as e:
+            raise ValueError(f"{path}: record {count + 1}: {e}") from e
+        except OSError as e:
+            raise ValueError(f"{path}: record {count + 1}: {e}") from e
+    return count
+
+
+def validate(path: Path) -> int:
+    """Check that ``path`` is a clean WARC file and return its number of records.
+
+    Clean: the file is a sequence of complete gzip members (no torn tail, no garbage), each
+    member holds exactly one record, and every record parses with its digests verified (warcio
+    if installed, else fastwarc). Raises ValueError otherwise."""
+    path = Path(path)
+    members = _count_gzip_members(path)
+    try:
+        import warcio  # noqa: F401
+    except ImportError:
+        records = _validate_fastwarc(path)
+    else:
+        records = _validate_warcio(path)
+    if records != members:
+        raise ValueError(f"{path}: {members} gzip members but {records} records")
+    return records
+
+
+# ---------------------------------------------------------------------------------------- export
+
+
+def export_warc(
+    sources: Iterable[Source],
+    out: Path,
+    *,
+    directory: Path | None = None,
+    software: str = "skitter/0.1.0",
+) -> list[WarcLocation]:
+    """Copy record pairs byte-for-byte into one new ``.warc.gz`` file ``out``.
+
+    ``sources`` are :class:`WarcLocation` or ``(filename, offset, length)``; relative file names
+    are looked up in ``directory`` (the WARC directory). The output starts with its own warcinfo
+    record and is written to ``out.part`` first, then renamed. Returns the location of each
+    copied pair in ``out``."""
+    out = Path(out)
+    tmp = out.with_name(out.name + ".part")
+    handles: dict[Path, object] = {}
+    placed: list[WarcLocation] = []
+    try:
+        with open(tmp, "wb") as w:
+            gz = GzipWriter(w, compression_level=COMPRESSION_LEVEL, buffer_size=_GZIP_BUFFER)
+            _warcinfo_record(out.name, software, "export of a skitter crawl").write(
+                gz, checksum_data=True
+            )
+            gz.finish()
+            gz.close()
+            for src in sources:
+                if isinstance(src, WarcLocation):
+                    name, offset, length = src.filename, src.offset, src.length
+                else:
+                    name, offset, length = src
+                p = Path(name)
+                if not p.is_absolute() and directory is not None:
+                    p = Path(directory) / p
+                f = handles.get(p)
+                if f is None:
+                    f = handles[p] = open(p, "rb")
+                f.seek(offset)  # type: ignore[attr-defined]
+                start = w.tell()
+                left = length
+                first = True
+                while left > 0:
+                    buf = f.read(min(left, _COPY_CHUNK))  # type: ignore[attr-defined]
+                    if not buf:
+                        raise ValueError(f"{p}: {offset}+{length} is past the end of the file")
+                    if first and buf[:2] != b"\x1f\x8b":
+                        raise ValueError(f"{p}: no gzip member at offset {offset}")
+                    first = False
+                    w.write(buf)
+                    left -= len(buf)
+                placed.append(WarcLocation(out.name, start, length))
+            w.flush()
+            os.fsync(w.fileno())
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        for f in handles.values():
+            f.close()  # type: ignore[attr-defined]
+    return placed
