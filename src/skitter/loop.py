@@ -142,7 +142,7 @@ class Crawler:
     async def run(self) -> CrawlStats:
         self._open()
         c = self.config
-        allowed = allowed_classes(list(c.seeds), c.allow_private)
+        allowed = allowed_classes(list(c.seeds), c.allow_private, resolved=dict(c.resolve))
         try:
             async with Fetcher(c, allowed=allowed, resolver_overrides=dict(c.resolve)) as fetcher:
                 self.fetcher = fetcher

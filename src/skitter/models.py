@@ -77,8 +77,8 @@ class FetchResult:
     reason: str = ""
     http_version: str = "1.1"
     headers: list[tuple[str, str]] = field(default_factory=list)
-    body: bytes = b""
-    raw_body: bytes = b""
+    body: bytes = field(default=b"", repr=False)
+    raw_body: bytes = field(default=b"", repr=False)
     request_headers: list[tuple[str, str]] = field(default_factory=list)
     ip: str | None = None
     started: float = 0.0
