@@ -137,6 +137,7 @@ class Crawler:
         self.filter = LinkFilter(c, seeds, admitted)
         self.scorer = make_scorer(c.strategy)
         self.fetched_total = counts["fetched"]
+        self.frontier.gate = self._gate
 
     # -- the loop --------------------------------------------------------------------------
     async def run(self) -> CrawlStats:
@@ -191,35 +192,39 @@ class Crawler:
                 return
             await self._process(cand)
 
+    def _gate(self, cand: Candidate) -> bool:
+        """Before a host slot is taken: decide what cached robots.txt rules already decide."""
+        if not self.config.obey_robots:
+            return True
+        rules = self.robots.cached(cand.url)
+        if rules is None:
+            return True  # fetched in the host's slot by _process
+        if rules.reason == "unreachable":
+            if cand.attempts < self.config.retries:
+                self.stats.retries += 1
+                self.frontier.requeue(Candidate(**{**_fields(cand), "attempts": cand.attempts + 1}),
+                                      not_before=self._backoff(cand.attempts))
+            else:
+                self._record_skip(cand, "robots: robots.txt unreachable, crawling disallowed")
+            return False
+        if not rules.allowed(cand.url):
+            self._record_skip(cand, "robots: disallowed by robots.txt")
+            return False
+        return True
+
     async def _process(self, cand: Candidate) -> None:
         elapsed: float | None = None
         retry_after: float | None = None
-        requested = True
         try:
-            if self.config.obey_robots:
-                rules = self.robots.cached(cand.url)
-                if rules is None:
-                    elapsed = await self._fetch_robots(cand)
-                    self.frontier.requeue(cand)  # fetch the page in a later slot: robots used this one
-                    return
-                if rules.reason == "unreachable":
-                    requested = False
-                    if cand.attempts < self.config.retries:
-                        self.stats.retries += 1
-                        self.frontier.requeue(Candidate(**{**_fields(cand), "attempts": cand.attempts + 1}),
-                                              not_before=self._backoff(cand.attempts))
-                    else:
-                        self._record_skip(cand, "robots: robots.txt unreachable, crawling disallowed")
-                    return
-                if not rules.allowed(cand.url):
-                    requested = False
-                    self._record_skip(cand, "robots: disallowed by robots.txt")
-                    return
+            if self.config.obey_robots and self.robots.cached(cand.url) is None:
+                elapsed = await self._fetch_robots(cand)
+                self.frontier.requeue(cand)  # the page waits for a later slot: robots.txt used this one
+                return
             result = await self.fetcher.get(cand.url)
             elapsed = result.elapsed
             retry_after = self._handle(cand, result)
         finally:
-            self.frontier.done(cand, elapsed=elapsed, retry_after=retry_after, requested=requested)
+            self.frontier.done(cand, elapsed=elapsed, retry_after=retry_after)
 
     async def _fetch_robots(self, cand: Candidate) -> float:
         t0 = time.monotonic()

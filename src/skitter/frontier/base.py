@@ -6,7 +6,7 @@ Redis backend for distributed crawling plugs into the same loop through the same
 
 from __future__ import annotations
 
-from typing import Iterable, Protocol
+from typing import Callable, Iterable, Protocol
 
 from ..models import Candidate
 
@@ -22,10 +22,12 @@ class Frontier(Protocol):
     def add_done(self, candidate: Candidate) -> bool:
         """Admit a URL already decided without a request (URL-seen test only); True if new."""
 
-    def done(self, candidate: Candidate, *, elapsed: float | None, retry_after: float | None = None,
-             requested: bool = True) -> None:
-        """The work on ``candidate`` has finished (whatever its outcome): release its host slot and
-        set the host's next allowed time (left as it was when ``requested`` is False)."""
+    gate: Callable[[Candidate], bool] | None
+    """Checked on each candidate before its host's slot is taken; False = consumed without a request."""
+
+    def done(self, candidate: Candidate, *, elapsed: float | None, retry_after: float | None = None) -> None:
+        """The request for ``candidate`` has finished (whatever its outcome): release its host slot
+        and set the host's next allowed time."""
 
     def requeue(self, candidate: Candidate, *, not_before: float) -> None:
         """Put a candidate back (a retry, or a wait for robots.txt) without a new URL-seen test."""

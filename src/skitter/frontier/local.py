@@ -30,7 +30,7 @@ from .politeness import HostClock, Politeness
 
 
 class _Host:
-    __slots__ = ("key", "clock", "window", "backlog", "scheduled", "prev_next_time")
+    __slots__ = ("key", "clock", "window", "backlog", "scheduled")
 
     def __init__(self, key: str, policy: Politeness) -> None:
         self.key = key
@@ -39,7 +39,6 @@ class _Host:
         self.window: list[tuple[float, int, Candidate]] = []
         self.backlog = 0          # rows of this host queued on disk (state 0)
         self.scheduled = False    # in the ready heap or the timer heap
-        self.prev_next_time = 0.0  # the clock before the last start, to undo a start that sent nothing
 
     def has_work(self) -> bool:
         return bool(self.window) or self.backlog > 0
@@ -59,6 +58,10 @@ class LocalFrontier:
         self._timers: list[tuple[float, int, str]] = []  # (next_time, tiebreak, host)
         self._tick = 0
         self._wake = asyncio.Event()
+        # Called on each candidate before its host's slot is taken; False = consumed without a
+        # request (the gate recorded it, or requeued it for later). The crawl loop checks cached
+        # robots.txt rules here.
+        self.gate: Callable[[Candidate], bool] | None = None
         self._stopped = False
         self._in_flight = 0
         self._queued = 0
@@ -185,8 +188,11 @@ class LocalFrontier:
                 continue
             _, _, cand = h.window.pop()
             self._queued -= 1
+            if self.gate is not None and not self.gate(cand):
+                # Decided without a request (e.g. robots.txt disallows it): no politeness slot used.
+                self._schedule(h)
+                continue
             self._in_flight += 1
-            h.prev_next_time = h.clock.next_time
             h.clock.started(now)
             self._schedule(h)
             return cand
@@ -211,15 +217,10 @@ class LocalFrontier:
                 pass
         return None
 
-    def done(self, candidate: Candidate, *, elapsed: float | None, retry_after: float | None = None,
-             requested: bool = True) -> None:
+    def done(self, candidate: Candidate, *, elapsed: float | None, retry_after: float | None = None) -> None:
         h = self.hosts[host_key(candidate.url)]
         now = self.clock()
-        if requested:
-            h.clock.finished(now, elapsed)
-        else:  # nothing was sent to the host (e.g. robots.txt disallowed the URL): undo the start
-            h.clock.active -= 1
-            h.clock.next_time = h.prev_next_time
+        h.clock.finished(now, elapsed)
         if retry_after:
             h.clock.back_off(now, retry_after)
         self._in_flight -= 1

@@ -1,0 +1,86 @@
+"""A static web server for end-to-end tests: serves a directory tree (a web nobody here wrote, such
+as Debian's Python documentation) on 127.0.0.1 with a robots.txt of the test's choosing, and logs
+every request with its start and end time, so tests can check politeness from the server's side."""
+
+from __future__ import annotations
+
+import asyncio
+import mimetypes
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+
+
+@dataclass(frozen=True)
+class Hit:
+    t0: float
+    t1: float
+    path: str
+    status: int
+
+
+class StaticSite:
+    def __init__(self, root: Path, *, robots_txt: str = "", latency: float = 0.0) -> None:
+        self.root = Path(root).resolve()
+        self.robots_txt = robots_txt
+        self.latency = latency
+        self.log: list[Hit] = []
+        self._lock = threading.Lock()
+        self._started = threading.Event()
+        self.port = 0
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        t0 = time.time()
+        path = request.path_qs
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        if request.path == "/robots.txt":
+            resp = web.Response(text=self.robots_txt, content_type="text/plain")
+        else:
+            rel = request.path.lstrip("/")
+            target = (self.root / rel).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            if self.root not in target.parents and target != self.root or not target.is_file():
+                resp = web.Response(status=404, text="not found")
+            else:
+                ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+                resp = web.Response(body=target.read_bytes(), content_type=ctype)
+        await resp.prepare(request)
+        await resp.write_eof()
+        with self._lock:
+            self.log.append(Hit(t0, time.time(), path, resp.status))
+        return resp
+
+    def _serve(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        app = web.Application()
+        app.router.add_route("GET", "/{tail:.*}", self._handle)
+        runner = web.AppRunner(app, access_log=None)
+        loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]
+        self._started.set()
+        loop.run_forever()
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    def __enter__(self) -> "StaticSite":
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        if not self._started.wait(10):
+            raise RuntimeError("static site did not start")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
