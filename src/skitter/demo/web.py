@@ -1,0 +1,1444 @@
+"""The bundled demo web: a generated, deterministic multi-host website with ground truth.
+
+Pure: no I/O except :meth:`DemoWeb.write_static`. ``server.py`` serves it over HTTP on loopback.
+
+Everything is derived from ``DemoConfig.seed`` with ``random.Random(f"{seed}:...")`` streams keyed
+by host and URL, lazily per URL: nothing but a few small per-host tables is built up front, and
+``respond`` for any URL costs O(size of that response). Same config + same base URLs → same bytes
+(the base URLs matter: cross-host links are absolute).
+
+Layout of host ``g`` (``base_urls[g]``); ``kind()`` in brackets::
+
+    /                      [home] topics, featured articles, the previous/next host's home page,
+                           the trap entry on trap hosts, /about.html where there is one
+    /t/<topic>/            [category] topic root listing (depth 1); /t/<topic>/<k>.html
+                           sub-listings form a 10-ary tree of 25 articles each: articles are at
+                           depth <= 5 up to ~27 k per topic and host, <= 6 up to ~270 k
+    /a/<n>.html            [page] articles: title, meta description + keywords, h1/h2, 5-30 links
+                           (~15 % to other hosts, ~70 % of same-host links to the same topic, some
+                           bold/italic, ~6 % rel=nofollow), one topic each (topic_of)
+    /copy/<j>.html         [duplicate] the exact bytes of an article (duplicate_of)
+    /old/<j>.html          [redirect] 301 → an article (relative Location)
+    /private/<j>.html      [private] disallowed by robots.txt (except on the no-robots host), linked
+    /files/<j>.pdf         [binary] application/pdf, 2-6 KiB
+    /missing/<j>.html      [notfound] linked, 404 (as is every unknown path or unexpected query)
+    /p/<name>.html         [<name>] one each, spread over hosts 0..6: noindex (meta robots),
+                           nofollow (meta robots: every link is nofollow), xrobots (header
+                           X-Robots-Tag: noindex, nofollow), cp1252 (charset in the header only),
+                           sjis (Shift_JIS, <meta charset> only, no header charset), broken
+                           (unclosed tags, invalid UTF-8, NUL bytes), gzip (Content-Encoding: gzip
+                           when the request accepts gzip)
+    /about.html            [about] on a host whose page budget needs one more page
+    /robots.txt            [robots] not linked; /sitemap.xml [sitemap]: home + articles (≤ 50,000)
+
+    host 0:             /chain/1.html → /chain/2.html → /chain/3.html → article (three 302 hops,
+                        absolute Locations), /loop/a.html ⇄ /loop/b.html (302 loop),
+                        /away.html → 301 to an article on host 1            [redirect]
+    host 1 % hosts:     robots.txt ``Crawl-delay: <config.crawl_delay>`` (omitted if 0)
+    host 2 % hosts:     robots.txt group ``User-agent: skitter``: Allow /no-skitter/welcome.html,
+                        Disallow /no-skitter/ and /private/ (the ``*`` group allows /no-skitter/),
+                        and ``User-agent: BadBot`` Disallow: /; pages /no-skitter/... [no-skitter]
+    host 3 (hosts ≥ 4): robots.txt is a 404: everything allowed
+    host 4 % hosts:     spider trap /calendar/<yyyy>/<mm>/ → previous and next month, forever
+    host 5 % hosts:     spider trap /shop/?sid=<hex> → itself with a new sid, forever   [trap]
+    every robots.txt (but the 404) has ``Disallow: /private/`` for ``*`` and a ``Sitemap:`` line.
+
+Articles, listings, the home page and the article-like specials are HTML of ``page_kb`` KiB; all
+status-200 non-trap responses carry a deterministic ETag (a body hash) and Last-Modified, and
+answer If-None-Match / If-Modified-Since with 304.
+
+``len(pages()) == config.pages`` exactly: every finite status-200 URL (redirects, 404s, traps,
+robots.txt and sitemap.xml are not counted). ``reachable()`` is the crawl ground truth.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import html
+import json
+import math
+import os
+import random
+import re
+import sys
+from array import array
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from email.utils import formatdate, parsedate_to_datetime
+from pathlib import Path
+from urllib.parse import urlsplit
+
+__all__ = ["DemoConfig", "DemoWeb", "Response", "TOPIC_NAMES"]
+
+
+# ----------------------------------------------------------------------------------------------
+# configuration and records
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    seed: int = 1
+    hosts: int = 8
+    pages: int = 3000                 # total finite (status 200) pages over all hosts, exactly
+    page_kb: tuple[int, int] = (2, 12)  # size range of an HTML page body, in KiB
+    topics: int = 10
+    cross_host_links: float = 0.15    # share of an article's content links that go to another host
+    crawl_delay: float = 0.5          # the Crawl-delay of the one host that has one (0: none)
+
+    def __post_init__(self) -> None:
+        if self.hosts < 1:
+            raise ValueError("hosts must be >= 1")
+        if self.topics < 1:
+            raise ValueError("topics must be >= 1")
+        lo, hi = self.page_kb
+        if not (0 < lo <= hi):
+            raise ValueError("page_kb must be (lo, hi) with 0 < lo <= hi")
+        if not (0.0 <= self.cross_host_links <= 1.0):
+            raise ValueError("cross_host_links must be within [0, 1]")
+        if self.crawl_delay < 0:
+            raise ValueError("crawl_delay must be >= 0")
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        name = name.lower()
+        for k, v in self.headers:
+            if k.lower() == name:
+                return v
+        return None
+
+
+# ----------------------------------------------------------------------------------------------
+# vocabularies
+
+TOPIC_NAMES = ["astronomy", "cooking", "gardening", "sailing", "music",
+               "chess", "geology", "medicine", "programming", "finance"]
+
+_TOPIC_WORDS: list[str] = [
+    # astronomy
+    """telescope nebula galaxy quasar pulsar comet asteroid meteor orbit eclipse supernova
+    constellation parallax redshift spectroscopy exoplanet perihelion aphelion zenith azimuth
+    declination luminosity photometry observatory astrolabe cosmology gravitational interstellar
+    galactic solstice equinox meridian ecliptic protostar accretion corona chromosphere sunspot
+    heliosphere magnetar neutrino planetarium astronomer satellite lunar solar nebulae celestial
+    astrophysics spectrograph wavelength infrared ultraviolet aurora stargazing cosmic dwarf
+    blackhole moonrise starlight orbital""",
+    # cooking
+    """braise saute simmer marinade roux broth dough knead caramelize whisk skillet saucepan
+    oregano basil thyme rosemary cumin paprika saffron garlic shallot scallion vinaigrette
+    emulsion souffle risotto gnocchi ravioli lasagna focaccia brioche sourdough yeast ferment
+    poach blanch julienne mince zest custard meringue ganache praline glaze brine stew casserole
+    chutney pesto aioli bechamel tempura dumpling noodle griddle ladle colander spatula recipe
+    oven""",
+    # gardening
+    """compost mulch seedling perennial trellis pruning shears fertilizer loam humus aphid
+    pollinator germinate cultivar rootstock grafting hedge shrub tuber bulb rhizome foliage
+    blossom petal stamen greenhouse cloche orchard seedbed tomato zucchini lettuce cabbage kale
+    marigold lavender hydrangea peony tulip daffodil irrigation sprinkler weeding topsoil subsoil
+    earthworm manure allotment potting propagation mildew blight wheelbarrow spade trowel sapling
+    espalier deadheading herbaceous""",
+    # sailing
+    """hull keel rudder tiller mast jib mainsail spinnaker halyard winch cleat stern starboard
+    leeward windward tacking gybe mooring anchorage buoy regatta catamaran trimaran dinghy
+    schooner ketch sloop knots nautical helm helmsman bosun galley berth bilge transom forestay
+    backstay shroud reefing heeling capsize ballast sextant lighthouse harbour marina tide swell
+    gust squall doldrums headsail furling outboard yacht skipper crew deck portside seamanship""",
+    # music
+    """melody harmony rhythm chord octave sonata symphony concerto orchestra conductor violin
+    cello viola oboe clarinet bassoon trumpet trombone timpani piano harpsichord arpeggio
+    crescendo staccato legato fortissimo pianissimo cadenza overture fugue counterpoint motif
+    improvisation syncopation chorus soprano tenor baritone contralto aria opera libretto
+    metronome tuning fret guitar banjo mandolin saxophone drummer percussion ensemble quartet
+    recital rehearsal encore treble allegro adagio minuet nocturne etude""",
+    # chess
+    """gambit checkmate stalemate castling bishop knight rook pawn queenside kingside endgame
+    middlegame fianchetto zugzwang blunder grandmaster tournament sicilian najdorf catalan
+    gruenfeld chessboard blitz arbiter simul centipawn transposition prophylaxis counterattack
+    fortress underpromotion perpetual resignation fischer kasparov capablanca alekhine botvinnik
+    carlsen nimzowitsch philidor petrov pirc alapin scotch vienna benoni dutch slav isolani
+    outpost zwischenzug checkmating elo opposition kibitzer patzer stalemated zeitnot""",
+    # geology
+    """basalt granite obsidian quartz feldspar mica sediment sedimentary igneous metamorphic
+    magma lava tectonic subduction erosion glacier moraine stratum strata fossil limestone
+    sandstone shale slate marble gneiss schist mineral geode volcano caldera geyser aquifer
+    bedrock outcrop escarpment canyon alluvial silt lithosphere mantle crust seismic earthquake
+    tsunami epicenter stalactite stalagmite karst dolomite pumice tuff rhyolite andesite
+    paleontology radiometric geologist mineralogy petrology""",
+    # medicine
+    """diagnosis symptom vaccine antibody antigen pathogen bacteria virus antibiotic dosage
+    prescription pharmacist surgeon anesthesia cardiology neurology oncology pediatric clinic
+    hospital patient nurse stethoscope syringe insulin diabetes hypertension cholesterol
+    inflammation immune immunity fever infection chronic acute therapy physiotherapy radiology
+    biopsy tumor lesion fracture ligament tendon cartilage artery vein capillary hemoglobin
+    platelet allergy asthma migraine epidemic pandemic placebo clinical physician""",
+    # programming
+    """compiler interpreter function variable pointer recursion algorithm iterator closure lambda
+    bytecode runtime debugger breakpoint refactor repository codebase syntax parser tokenizer
+    polymorphism inheritance encapsulation framework dependency concurrency thread mutex deadlock
+    coroutine asynchronous callback exception stacktrace allocator hashmap array linkedlist
+    integer boolean unicode endpoint serialization json kernel linux terminal shell script python
+    javascript typescript rust golang linker opcode assembler virtualenv unittest""",
+    # finance
+    """dividend equity bond portfolio stock shareholder investor inflation mortgage loan credit
+    debit ledger accountant audit revenue profit liquidity solvency bankruptcy derivative futures
+    hedging arbitrage volatility valuation asset liability depreciation amortization collateral
+    escrow broker brokerage nasdaq treasury fiscal monetary recession tariff currency forex
+    bullish bearish mutual pension annuity insurance premium underwriting capital venture ipo
+    earnings quarterly taxation deduction invoice payroll cashflow bookkeeping""",
+]
+_TOPIC_WORDS_SPLIT: list[list[str]] = [w.split() for w in _TOPIC_WORDS]
+
+_COMMON = """the of and to in is that it was for on are as with his they at be this from have or by
+one had not but what all were when we there can an your which their said if do will each about how
+up out them then she many some so these would other into has more her two like him see time could
+no make than first been its who now people my made over did down only way find use may water long
+little very after words called just where most know get through back much before go good new write
+our used me man too any day same right look think also around another came come work three word must
+because does part even place well such here take why things help put years different away again off
+went old number great tell men say small every found still between name should home big give air
+line set own under read last never us left end along while might next sound below saw something
+thought both few those always looked show large often together asked house world going want school
+important until form food keep children feet land side without once animals life enough took
+sometimes four head above kind began almost live page got earth need far hand high year mother light
+parts country father let night following picture being study second eyes soon times story since
+white days ever paper hard near sentence better best across during today others however sure means
+knew try told young miles sun ways thing whole hear example heard several change answer room sea
+against top turned learn point city play toward five using himself usually""".split()
+
+_TITLE_NOUNS = ("guide notes story history basics secrets lessons questions answers tips mistakes "
+                "myths science art craft season journey field world future primer handbook review "
+                "diary letters sketches case").split()
+_TITLE_ADJS = ("quiet modern practical forgotten hidden simple complete early late curious small "
+               "great honest patient unexpected everyday").split()
+_TITLE_FORMS = ("{a} and {b}", "the {j} {a}", "{n} of {a}", "why {a} matters", "a {j} guide to {a}",
+                "{a}, {b} and {c}", "{j} {a} {n}", "on {a} and {b}", "the {a} {n}",
+                "how {a} shapes {b}", "{a} for beginners", "notes on {j} {a}", "{a} in {j} times",
+                "what {a} teaches about {b}", "the {n} of {j} {a}", "{a} after {b}")
+
+_SMALL = {"of", "the", "and", "to", "in", "a", "an", "on", "for", "at", "by", "or", "with", "from",
+          "about", "after"}
+
+_SITE_NAMES = ["Northwind Journal", "Copper Kettle Review", "Blue Heron Notes", "Quarry Lane Gazette",
+               "Harbor Light Digest", "Maple and Vine", "Foxglove Press", "Iron Bridge Weekly",
+               "Silver Birch Chronicle", "Lantern Street Post", "Tidewater Almanac",
+               "Granite Peak Bulletin"]
+
+_SYLLABLES = ("ka to ri mu ne sa lo vi de pa zu qui bor tem lan fis gor wen dra pel "
+              "mon tri sel var kun").split()
+
+_JA_SENTENCES = [
+    "今日は天気がとても良いので、公園を散歩しました。",
+    "この記事では、日本の伝統的な文化について説明します。",
+    "東京の街は夜になると、たくさんの明かりで輝きます。",
+    "図書館で新しい本を借りて、週末に読むつもりです。",
+    "春になると、桜の花が咲いて多くの人が花見を楽しみます。",
+    "富士山は日本で一番高い山として知られています。",
+    "駅の近くに新しい喫茶店が開店しました。",
+    "私たちは毎朝、七時に朝ごはんを食べます。",
+    "この町の歴史は千年以上前にさかのぼります。",
+    "夏祭りでは花火大会が開かれ、とても賑やかです。",
+    "秋の紅葉は山を赤と黄色に染めます。",
+    "冬には雪が降り、子供たちは雪だるまを作ります。",
+]
+
+_CP1252_PHRASES = ["the café’s “special” menu", "a naïve façade", "costs €12 — or so",
+                   "Müller’s résumé", "the ‘quoted’ word", "™ and © notices", "an élite señor",
+                   "dash – en dash — em dash", "…and so on"]
+
+SINGLES = ("noindex", "nofollow", "xrobots", "cp1252", "sjis", "broken", "gzip")
+
+P = 25   # articles per listing page
+B = 10   # sub-listings per listing page
+_EPOCH = 1704067200  # 2024-01-01T00:00:00Z
+_POOL = 4096
+
+
+def _build_pool(topic_words: list[str], share: float = 0.3) -> list[str]:
+    """A 4096-slot word pool: ``share`` of it topic words, the rest common words (Zipf weights)."""
+    def counts(words: list[str], total: float, offset: float) -> list[int]:
+        w = [1.0 / (r + offset) for r in range(len(words))]
+        s = sum(w)
+        return [max(1, round(total * x / s)) for x in w]
+
+    tc = counts(topic_words, share * _POOL, 4.0)
+    cc = counts(_COMMON, _POOL - sum(tc), 3.0)
+    pool: list[str] = []
+    for word, c in zip(topic_words, tc):
+        pool += [word] * c
+    for word, c in zip(_COMMON, cc):
+        pool += [word] * c
+    if len(pool) > _POOL:
+        # trim the most frequent common words (they are at the front of the common part)
+        excess = len(pool) - _POOL
+        start = sum(tc)
+        del pool[start:start + excess]
+    while len(pool) < _POOL:
+        pool.append(_COMMON[len(pool) % 20])
+    out = _Pool(pool)
+    out.avg = sum(map(len, pool)) / len(pool) + 1.0
+    return out
+
+
+def _synthetic_words(seed: int, t: int, n: int = 60) -> list[str]:
+    rng = random.Random(f"{seed}:vocab:{t}")
+    out: list[str] = []
+    seen = set(_COMMON)
+    for words in _TOPIC_WORDS_SPLIT:
+        seen.update(words)
+    while len(out) < n:
+        w = "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4)))
+        if w not in seen:
+            seen.add(w)
+            out.append(w)
+    return out
+
+
+def _words(rng: random.Random, pool: list[str], k: int) -> list[str]:
+    """k words from a 4096-slot pool; fast (randbytes), platform-independent."""
+    a = array("H", rng.randbytes(2 * k))
+    if sys.byteorder == "big":
+        a.byteswap()
+    return [pool[i & (_POOL - 1)] for i in a]
+
+
+def _avg_len(pool: list[str]) -> float:
+    """Mean length of a pool word plus its space (cached on the pool)."""
+    v = getattr(pool, "avg", None)
+    if v is None:
+        v = sum(map(len, pool)) / len(pool) + 1.0
+    return v
+
+
+class _Pool(list):
+    avg: float
+
+
+def _hash64(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+
+
+def _title_case(words: list[str]) -> str:
+    return " ".join(w if (i and w in _SMALL) else w[:1].upper() + w[1:] for i, w in enumerate(words))
+
+
+# ----------------------------------------------------------------------------------------------
+# links
+
+
+@dataclass(slots=True)
+class _Link:
+    url: str                  # absolute
+    href: str                 # as written in the HTML
+    anchor: str = ""
+    title_ref: tuple[int, int] | None = None   # (host, article) whose title is the anchor
+    rel: str = ""
+    style: int = 0            # 1 bold, 2 italic, 3 both
+    u: float = 0.0            # position in the text (inline links)
+    html: str | None = None   # rendered <a> (memo)
+    g: int = -1               # the target's host and path (url == base_urls[g] + path)
+    path: str = ""
+
+    @property
+    def nofollow(self) -> bool:
+        return "nofollow" in self.rel.split()
+
+
+@dataclass(slots=True)
+class _Links:
+    nav: list[_Link] = field(default_factory=list)
+    inline: list[_Link] = field(default_factory=list)           # sorted by u
+    lists: list[tuple[str, list[_Link]]] = field(default_factory=list)
+    all_nofollow: bool = False
+
+    def flat(self) -> list[_Link]:
+        out = list(self.nav) + list(self.inline)
+        for _, links in self.lists:
+            out += links
+        return out
+
+
+# ----------------------------------------------------------------------------------------------
+# hosts
+
+
+class _Host:
+    """The small per-host tables: article count, topic permutation, the special pages."""
+
+    def __init__(self, web: "DemoWeb", g: int, budget: int) -> None:
+        cfg = web.config
+        n_hosts, T = cfg.hosts, cfg.topics
+        self.T = T
+        self.g = g
+        self.base = web.base_urls[g]
+        self.name = _SITE_NAMES[g % len(_SITE_NAMES)] + (f" {g // len(_SITE_NAMES) + 1}"
+                                                          if g >= len(_SITE_NAMES) else "")
+        self.is_delay = g == 1 % n_hosts and cfg.crawl_delay > 0
+        self.is_skitter = g == 2 % n_hosts
+        self.no_robots = n_hosts >= 4 and g == 3
+        self.calendar = g == 4 % n_hosts
+        self.shop = g == 5 % n_hosts
+        self.redirects = g == 0
+        self.singles = [s for i, s in enumerate(SINGLES) if i % n_hosts == g]
+
+        self.n_copies = max(1, budget // 100)
+        self.n_old = max(1, budget // 100)
+        self.n_private = max(1, budget // 200)
+        self.n_files = max(1, budget // 250)
+        self.n_missing = max(1, budget // 250)
+        self.n_noskitter = max(1, budget // 250) if self.is_skitter else 0
+        fixed = 1 + self.n_copies + self.n_private + self.n_files + len(self.singles)
+        if self.is_skitter:
+            fixed += self.n_noskitter + 1   # + /no-skitter/welcome.html
+        rest = budget - fixed
+
+        def f(n: int) -> int:  # pages used by n articles and their listings
+            return n + sum(max(1, math.ceil(self._count(n, t, T) / P)) for t in range(T))
+
+        lo, hi = 0, max(0, rest)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if f(mid) <= rest:
+                lo = mid
+            else:
+                hi = mid - 1
+        n = lo
+        if n < 1:
+            raise ValueError(f"DemoConfig.pages={cfg.pages} is too small for {n_hosts} hosts "
+                             f"and {T} topics")
+        self.N = n
+        self.has_about = f(n) == rest - 1
+        self.topic_counts = [self._count(n, t, T) for t in range(T)]
+        self.listing_counts = [max(1, math.ceil(c / P)) for c in self.topic_counts]
+
+        rng = random.Random(f"{cfg.seed}:host:{g}")
+        if n == 1:
+            self.a, self.b = 1, 0
+        else:
+            while True:
+                a = rng.randrange(1, n)
+                if math.gcd(a, n) == 1:
+                    break
+            self.a, self.b = a, rng.randrange(n)
+        self.a_inv = pow(self.a, -1, n) if n > 1 else 0
+        self.copies = [rng.randrange(n) for _ in range(self.n_copies)]
+        self.old = [rng.randrange(n) for _ in range(self.n_old)]
+
+        # every special page is linked (followably) from a shallow article: special j from
+        # article m = j % N (m in topic order, so small m sits in the first listings)
+        sp: list[tuple[str, str, tuple[int, int] | None]] = []   # (path, anchor, title_ref)
+        for j in range(self.n_copies):
+            sp.append((f"/copy/{j}.html", "", (g, self.copies[j])))
+        for j in range(self.n_old):
+            sp.append((f"/old/{j}.html", "", (g, self.old[j])))
+        for j in range(self.n_private):
+            sp.append((f"/private/{j}.html", "Members area", None))
+        for j in range(self.n_files):
+            sp.append((f"/files/{j}.pdf", "Download the PDF report", None))
+        for j in range(self.n_missing):
+            sp.append((f"/missing/{j}.html", "An older page", None))
+        if self.is_skitter:
+            sp.append(("/no-skitter/welcome.html", "Staff welcome", None))
+            for j in range(self.n_noskitter):
+                sp.append((f"/no-skitter/{j}.html", "Staff notes", None))
+        for s in self.singles:
+            sp.append((f"/p/{s}.html", f"Special: {s}", None))
+        if self.redirects:
+            sp.append(("/chain/1.html", "The archive", None))
+            sp.append(("/loop/a.html", "Circular reference", None))
+            sp.append(("/away.html", "Our partner's article", None))
+        self.specials = sp
+        # targets that articles may link to at random (besides the forced links)
+        self.random_specials = [s for s in sp if s[0].startswith(("/copy/", "/old/", "/private/",
+                                                                  "/files/", "/missing/"))]
+
+    @staticmethod
+    def _count(n: int, t: int, T: int) -> int:
+        return (n - t + T - 1) // T if n > t else 0
+
+    # article n <-> m (its rank in topic order) <-> (topic t, index i within the topic)
+    def article(self, t: int, i: int) -> int:
+        return (self.a * (t + self.T * i) + self.b) % self.N
+
+    def rank(self, n: int) -> int:
+        return (self.a_inv * (n - self.b)) % self.N
+
+    def topic_index(self, n: int) -> tuple[int, int]:
+        m = self.rank(n)
+        return m % self.T, m // self.T
+
+    def random_article(self, rng: random.Random, topic: int | None) -> int:
+        if topic is not None and self.topic_counts[topic]:
+            return self.article(topic, rng.randrange(self.topic_counts[topic]))
+        return rng.randrange(self.N)
+
+
+# ----------------------------------------------------------------------------------------------
+# the web
+
+_RE_ART = re.compile(r"/a/(0|[1-9][0-9]*)\.html")
+_RE_TOPIC = re.compile(r"/t/([a-z0-9]+)/(?:([1-9][0-9]*)\.html)?")
+_RE_NUM = re.compile(r"/(copy|old|private|files|missing|no-skitter)/(0|[1-9][0-9]*)\.(html|pdf)")
+_RE_P = re.compile(r"/p/([a-z0-9]+)\.html")
+_RE_CHAIN = re.compile(r"/chain/([123])\.html")
+_RE_LOOP = re.compile(r"/loop/([ab])\.html")
+_RE_CAL = re.compile(r"/calendar/([0-9]{4,12})/(0[1-9]|1[0-2])/")
+_RE_SID = re.compile(r"sid=([0-9a-f]{1,32})")
+
+_HTML = "text/html; charset=utf-8"
+
+
+class DemoWeb:
+    """The demo web for one config and one set of base URLs (one per host)."""
+
+    def __init__(self, config: DemoConfig, base_urls: list[str]) -> None:
+        if len(base_urls) != config.hosts:
+            raise ValueError(f"need {config.hosts} base URLs, got {len(base_urls)}")
+        self.config = config
+        self.base_urls = [u.rstrip("/") for u in base_urls]
+        self._host_of = {u: g for g, u in enumerate(self.base_urls)}
+        if len(self._host_of) != len(self.base_urls):
+            raise ValueError("base URLs must be distinct")
+        T = config.topics
+        self._topic_words = [(_TOPIC_WORDS_SPLIT[t] if t < len(_TOPIC_WORDS_SPLIT)
+                              else _synthetic_words(config.seed, t)) for t in range(T)]
+        self.topic_names = [(TOPIC_NAMES[t] if t < len(TOPIC_NAMES) else f"topic{t}")
+                            for t in range(T)]
+        self._topic_by_slug = {s: t for t, s in enumerate(self.topic_names)}
+        self._pools = [_build_pool(w) for w in self._topic_words]
+        self._common_pool = _build_pool(["the"], share=0.0)
+        # titles are anchors of the links to an article: memoised (bounded)
+        self._title = functools.lru_cache(maxsize=200_000)(self._title_uncached)
+        per, extra = divmod(config.pages, config.hosts)
+        self.hosts = [_Host(self, g, per + (1 if g < extra else 0)) for g in range(config.hosts)]
+        self._cal_start = (2024, 1)
+
+    # ------------------------------------------------------------------ URL helpers
+
+    def _split(self, url: str) -> tuple[int, str] | None:
+        parts = urlsplit(url)
+        g = self._host_of.get(f"{parts.scheme}://{parts.netloc}")
+        if g is None:
+            return None
+        path = parts.path or "/"
+        return g, path + ("?" + parts.query if parts.query else "")
+
+    def _url(self, g: int, path: str) -> str:
+        return self.base_urls[g] + path
+
+    def _classify(self, g: int, path_qs: str) -> tuple[str, object]:
+        h = self.hosts[g]
+        path, _, query = path_qs.partition("?")
+        if query or "?" in path_qs:
+            if h.shop and path == "/shop/":
+                m = _RE_SID.fullmatch(query)
+                return "trap", ("shop", m.group(1) if m else "")
+            return "notfound", None
+        if path == "/":
+            return "home", None
+        m = _RE_ART.fullmatch(path)
+        if m:
+            n = int(m.group(1))
+            return ("page", n) if n < h.N else ("notfound", None)
+        m = _RE_TOPIC.fullmatch(path)
+        if m:
+            t = self._topic_by_slug.get(m.group(1))
+            if t is None:
+                return "notfound", None
+            k = int(m.group(2)) if m.group(2) else 0
+            return ("category", (t, k)) if k < h.listing_counts[t] else ("notfound", None)
+        m = _RE_NUM.fullmatch(path)
+        if m:
+            what, j, ext = m.group(1), int(m.group(2)), m.group(3)
+            if (what == "files") != (ext == "pdf"):
+                return "notfound", None
+            limit = {"copy": h.n_copies, "old": h.n_old, "private": h.n_private,
+                     "files": h.n_files, "missing": h.n_missing, "no-skitter": h.n_noskitter}[what]
+            if j >= limit:
+                return "notfound", None
+            kind = {"copy": "duplicate", "old": "redirect", "private": "private", "files": "binary",
+                    "missing": "notfound", "no-skitter": "no-skitter"}[what]
+            return kind, (what, j)
+        m = _RE_P.fullmatch(path)
+        if m:
+            return (m.group(1), None) if m.group(1) in h.singles else ("notfound", None)
+        if path == "/robots.txt":
+            return ("notfound", None) if h.no_robots else ("robots", None)
+        if path == "/sitemap.xml":
+            return "sitemap", None
+        if path == "/about.html" and h.has_about:
+            return "about", None
+        if path == "/no-skitter/welcome.html" and h.is_skitter:
+            return "no-skitter", ("no-skitter", "welcome")
+        if h.redirects:
+            m = _RE_CHAIN.fullmatch(path)
+            if m:
+                return "redirect", ("chain", int(m.group(1)))
+            m = _RE_LOOP.fullmatch(path)
+            if m:
+                return "redirect", ("loop", m.group(1))
+            if path == "/away.html":
+                return "redirect", ("away", 0)
+        if h.calendar:
+            m = _RE_CAL.fullmatch(path)
+            if m:
+                y, mo = int(m.group(1)), int(m.group(2))
+                if y >= 1 and m.group(1) == f"{y:04d}":
+                    return "trap", ("calendar", y, mo)
+        return "notfound", None
+
+    # ------------------------------------------------------------------ public ground truth
+
+    def seeds(self) -> list[str]:
+        return [b + "/" for b in self.base_urls]
+
+    def pages(self) -> list[str]:
+        out: list[str] = []
+        for h in self.hosts:
+            g = h.g
+            out.append(self._url(g, "/"))
+            for t in range(self.config.topics):
+                for k in range(h.listing_counts[t]):
+                    out.append(self._url(g, self._listing_path(t, k)))
+            out += [self._url(g, f"/a/{n}.html") for n in range(h.N)]
+            out += [self._url(g, f"/copy/{j}.html") for j in range(h.n_copies)]
+            out += [self._url(g, f"/private/{j}.html") for j in range(h.n_private)]
+            out += [self._url(g, f"/files/{j}.pdf") for j in range(h.n_files)]
+            if h.is_skitter:
+                out.append(self._url(g, "/no-skitter/welcome.html"))
+                out += [self._url(g, f"/no-skitter/{j}.html") for j in range(h.n_noskitter)]
+            out += [self._url(g, f"/p/{s}.html") for s in h.singles]
+            if h.has_about:
+                out.append(self._url(g, "/about.html"))
+        return out
+
+    def kind(self, url: str) -> str:
+        s = self._split(url)
+        if s is None:
+            return "offsite"
+        return self._classify(*s)[0]
+
+    def topic_of(self, url: str) -> int | None:
+        s = self._split(url)
+        if s is None:
+            return None
+        g, path = s
+        kind, ident = self._classify(g, path)
+        if kind == "page":
+            return self.hosts[g].topic_index(ident)[0]  # type: ignore[arg-type]
+        if kind == "duplicate":
+            return self.hosts[g].topic_index(self.hosts[g].copies[ident[1]])[0]  # type: ignore
+        if kind == "category":
+            return ident[0]  # type: ignore[index]
+        if kind in ("private", "no-skitter", "about", "noindex", "nofollow", "xrobots", "cp1252",
+                    "gzip"):
+            return self._special_topic(g, path)
+        return None
+
+    def duplicate_of(self, url: str) -> str | None:
+        s = self._split(url)
+        if s is None:
+            return None
+        g, path = s
+        kind, ident = self._classify(g, path)
+        if kind == "duplicate":
+            return self._url(g, f"/a/{self.hosts[g].copies[ident[1]]}.html")  # type: ignore
+        return None
+
+    def duplicate_group(self, url: str) -> list[str]:
+        """Every URL serving exactly the same 200 body as ``url``: the article first, then its
+        copies ([url] if it has none; [] if ``url`` is no article or copy)."""
+        s = self._split(url)
+        if s is None:
+            return []
+        g, path = s
+        kind, ident = self._classify(g, path)
+        h = self.hosts[g]
+        if kind == "duplicate":
+            n = h.copies[ident[1]]  # type: ignore[index]
+        elif kind == "page":
+            n = ident  # type: ignore[assignment]
+        else:
+            return []
+        return [self._url(g, f"/a/{n}.html")] + [self._url(g, f"/copy/{j}.html")
+                                                 for j, m in enumerate(h.copies) if m == n]
+
+    def redirect_target(self, url: str) -> str | None:
+        s = self._split(url)
+        if s is None:
+            return None
+        r = self._redirect(*s)
+        return r[1] if r else None
+
+    def _redirect(self, g: int, path: str) -> tuple[int, str, str] | None:
+        """(status, absolute target, Location header as sent) for a redirect URL."""
+        kind, ident = self._classify(g, path)
+        if kind != "redirect":
+            return None
+        h = self.hosts[g]
+        what, x = ident  # type: ignore[misc]
+        if what == "old":
+            p = f"/a/{h.old[x]}.html"
+            return 301, self._url(g, p), p
+        if what == "chain":
+            if x < 3:
+                p = f"/chain/{x + 1}.html"
+            else:
+                p = f"/a/{random.Random(f'{self.config.seed}:chain').randrange(h.N)}.html"
+            return 302, self._url(g, p), self._url(g, p)
+        if what == "loop":
+            p = "/loop/b.html" if x == "a" else "/loop/a.html"
+            return 302, self._url(g, p), p
+        # away: to an article on the next host
+        g2 = (g + 1) % self.config.hosts
+        n2 = random.Random(f"{self.config.seed}:away").randrange(self.hosts[g2].N)
+        u = self._url(g2, f"/a/{n2}.html")
+        return 301, u, u
+
+    def outlinks(self, url: str) -> list[str]:
+        s = self._split(url)
+        if s is None:
+            return []
+        links = self._links(*s)
+        return [l.url for l in links.flat()] if links else []
+
+    def is_nofollow_link(self, src: str, dst: str) -> bool:
+        """True if every link src → dst is nofollow (rel=nofollow, or the page says nofollow)."""
+        s = self._split(src)
+        if s is None:
+            return False
+        links = self._links(*s)
+        if not links:
+            return False
+        found = [l for l in links.flat() if l.url == dst]
+        if not found:
+            return False
+        return links.all_nofollow or all(l.nofollow for l in found)
+
+    # robots ----------------------------------------------------------------
+
+    def _robots_groups(self, g: int) -> list[tuple[list[str], list[tuple[bool, str]], float]]:
+        h = self.hosts[g]
+        delay = self.config.crawl_delay if h.is_delay else 0.0
+        groups = [(["*"], [(False, "/private/")], delay)]
+        if h.is_skitter:
+            groups.append((["skitter"], [(True, "/no-skitter/welcome.html"), (False, "/no-skitter/"),
+                                         (False, "/private/")], delay))
+            groups.append((["badbot"], [(False, "/")], 0.0))
+        return groups
+
+    def robots_txt(self, g: int) -> str | None:
+        h = self.hosts[g]
+        if h.no_robots:
+            return None
+        lines = [f"# robots.txt for {h.name}"]
+        for agents, rules, delay in self._robots_groups(g):
+            lines += [f"User-agent: {'BadBot' if a == 'badbot' else a}" for a in agents]
+            lines += [f"{'Allow' if allow else 'Disallow'}: {p}" for allow, p in rules]
+            if delay:
+                lines.append(f"Crawl-delay: {delay:g}")
+            lines.append("")
+        lines.append(f"Sitemap: {h.base}/sitemap.xml")
+        return "\n".join(lines) + "\n"
+
+    def crawl_delay_of(self, url_or_base: str, agent: str = "skitter") -> float | None:
+        s = self._split(url_or_base)
+        if s is None or self.hosts[s[0]].no_robots:
+            return None
+        group = self._select_group(s[0], agent)
+        return group[2] if group and group[2] else None
+
+    def _select_group(self, g: int, agent: str):
+        token = agent.split("/")[0].strip().lower()
+        groups = self._robots_groups(g)
+        for gr in groups:
+            if token in gr[0]:
+                return gr
+        for gr in groups:
+            if "*" in gr[0]:
+                return gr
+        return None
+
+    def robots_allowed(self, url: str, agent: str = "skitter") -> bool:
+        s = self._split(url)
+        if s is None:
+            return True
+        return self._allowed(s[0], s[1], agent)
+
+    def _allowed(self, g: int, path: str, agent: str = "skitter") -> bool:
+        if path == "/robots.txt" or self.hosts[g].no_robots:
+            return True
+        group = self._select_group(g, agent)
+        if group is None:
+            return True
+        best: tuple[int, bool] | None = None
+        for allow, pattern in group[1]:
+            if _robots_match(pattern, path):
+                cand = (len(pattern), allow)
+                if best is None or cand > best:   # longer wins; on a tie allow (True) wins
+                    best = cand
+        return True if best is None else best[1]
+
+    # reachability ------------------------------------------------------------
+
+    def reachable(self, max_depth: int = 10, obey_robots: bool = True,
+                  follow_nofollow: bool = False) -> dict[str, int]:
+        """Ground truth of a correct breadth-first crawl from the seeds: ``{url: depth}``.
+
+        Every URL fetched: status-200 pages, duplicates, binaries, 404s and redirect sources
+        (a redirect's target gets the same depth as its source; loops end where a URL repeats).
+        Trap pages are left out, as are (``obey_robots``) URLs the robots.txt disallows to
+        ``skitter``. Links are followed unless nofollow (rel=nofollow, or a page-level nofollow
+        by meta robots or X-Robots-Tag), unless ``follow_nofollow``; a URL is followed if at
+        least one link to it on the page is followable. URLs at ``max_depth`` are fetched but
+        not expanded. Not included: robots.txt and sitemap.xml (not linked).
+        """
+        result: dict[str, int] = {}
+        queue: deque[tuple[str, int, str]] = deque()
+
+        def visit(url: str, g: int, path: str, depth: int) -> None:
+            for _ in range(50):
+                if url in result:
+                    return
+                kind = self._classify(g, path)[0]
+                if kind == "trap" or (obey_robots and not self._allowed(g, path)):
+                    return
+                result[url] = depth
+                if kind != "redirect":
+                    queue.append((url, g, path))
+                    return
+                url = self._redirect(g, path)[1]  # type: ignore[index]
+                s = self._split(url)
+                if s is None:
+                    return
+                g, path = s
+
+        for g, seed in enumerate(self.seeds()):
+            visit(seed, g, "/", 0)
+        while queue:
+            u, g, path = queue.popleft()
+            d = result[u]
+            if d >= max_depth:
+                continue
+            links = self._links(g, path)
+            if not links or (links.all_nofollow and not follow_nofollow):
+                continue
+            for link in links.flat():
+                if follow_nofollow or not link.nofollow:
+                    visit(link.url, link.g, link.path, d + 1)
+        return result
+
+    # ------------------------------------------------------------------ structure (links)
+
+    def _listing_path(self, t: int, k: int) -> str:
+        slug = self.topic_names[t]
+        return f"/t/{slug}/" if k == 0 else f"/t/{slug}/{k}.html"
+
+    def _art(self, g_from: int, g: int, n: int, rng: random.Random | None = None, *,
+             rel: str = "", style: int = 0, u: float = 0.0) -> _Link:
+        path = f"/a/{n}.html"
+        url = self._url(g, path)
+        if g != g_from or (rng is not None and rng.random() < 0.2):
+            href = url
+        else:
+            href = path
+        return _Link(url, href, title_ref=(g, n), rel=rel, style=style, u=u, g=g, path=path)
+
+    def _local(self, g: int, path: str, anchor: str, *, title_ref=None, u: float = 0.0) -> _Link:
+        return _Link(self._url(g, path), path, anchor=anchor, title_ref=title_ref, u=u, g=g,
+                     path=path)
+
+    def _special_topic(self, g: int, path: str) -> int:
+        return random.Random(f"{self.config.seed}:stopic:{g}:{path}").randrange(self.config.topics)
+
+    def _links(self, g: int, path: str) -> _Links | None:
+        kind, ident = self._classify(g, path)
+        h = self.hosts[g]
+        seed = self.config.seed
+        T = self.config.topics
+        home = self._local(g, "/", h.name)
+        if kind == "home":
+            rng = random.Random(f"{seed}:home:{g}")
+            topics = [self._local(g, self._listing_path(t, 0), self.topic_names[t].capitalize())
+                      for t in range(T)]
+            featured = []
+            seen = set()
+            for _ in range(6):
+                n = rng.randrange(h.N)
+                if n not in seen:
+                    seen.add(n)
+                    featured.append(self._art(g, g, n, rng))
+            more = []
+            if h.has_about:
+                more.append(self._local(g, "/about.html", "About us"))
+            if h.calendar:
+                y, mo = self._cal_start
+                more.append(self._local(g, f"/calendar/{y:04d}/{mo:02d}/", "Events calendar"))
+            if h.shop:
+                sid = hashlib.blake2b(f"{seed}:{g}:shop".encode(), digest_size=8).hexdigest()
+                more.append(self._local(g, f"/shop/?sid={sid}", "Shop"))
+            n_hosts = self.config.hosts
+            for g2 in sorted({(g + 1) % n_hosts, (g - 1) % n_hosts} - {g}):
+                u = self.base_urls[g2] + "/"
+                more.append(_Link(u, u, anchor=self.hosts[g2].name, g=g2, path="/"))
+            return _Links(nav=[home], lists=[("Topics", topics), ("Featured", featured),
+                                             ("Elsewhere", more)])
+        if kind == "category":
+            t, k = ident  # type: ignore[misc]
+            nav = [home]
+            if k:
+                nav.append(self._local(g, self._listing_path(t, 0), self.topic_names[t].capitalize()))
+                if (k - 1) // B:
+                    nav.append(self._local(g, self._listing_path(t, (k - 1) // B), "Up"))
+            lo, hi = k * P, min((k + 1) * P, h.topic_counts[t])
+            arts = [self._art(g, g, h.article(t, i)) for i in range(lo, hi)]
+            subs = [self._local(g, self._listing_path(t, c), f"More {self.topic_names[t]}, page {c + 1}")
+                    for c in range(B * k + 1, min(B * k + B + 1, h.listing_counts[t]))]
+            lists = [("Articles", arts)]
+            if subs:
+                lists.append(("More", subs))
+            return _Links(nav=nav, lists=lists)
+        if kind == "page":
+            return self._article_links(g, ident)  # type: ignore[arg-type]
+        if kind == "duplicate":
+            return self._article_links(g, h.copies[ident[1]])  # type: ignore[index]
+        if kind in ("private", "no-skitter", "about") or kind in SINGLES:
+            rng = random.Random(f"{seed}:slinks:{g}:{path}")
+            topic = self._special_topic(g, path)
+            inline = []
+            seen = set()
+            for _ in range(rng.randint(4, 10)):
+                n = h.random_article(rng, topic if rng.random() < 0.7 else None)
+                if n not in seen:
+                    seen.add(n)
+                    inline.append(self._art(g, g, n, rng, u=rng.random()))
+            inline.sort(key=lambda l: l.u)
+            return _Links(nav=[home], inline=inline, all_nofollow=kind in ("nofollow", "xrobots"))
+        if kind == "trap":
+            if ident[0] == "calendar":  # type: ignore[index]
+                _, y, mo = ident  # type: ignore[misc]
+                rng = random.Random(f"{seed}:cal:{g}:{y}:{mo}")
+                nav = []
+                if (y, mo) > (1, 1):
+                    py, pm = (y, mo - 1) if mo > 1 else (y - 1, 12)
+                    nav.append(self._local(g, f"/calendar/{py:04d}/{pm:02d}/", "Previous month"))
+                ny, nm = (y, mo + 1) if mo < 12 else (y + 1, 1)
+                nav.append(self._local(g, f"/calendar/{ny:04d}/{nm:02d}/", "Next month"))
+                events = [self._art(g, g, rng.randrange(h.N)) for _ in range(3)]
+                return _Links(nav=[home] + nav, lists=[("Events", events)])
+            sid = ident[1]  # type: ignore[index]
+            nxt = hashlib.blake2b(f"{seed}:{g}:{sid}".encode(), digest_size=8).hexdigest()
+            rng = random.Random(f"{seed}:shop:{g}:{sid}")
+            items = [self._art(g, g, rng.randrange(h.N)) for _ in range(3)]
+            return _Links(nav=[home, self._local(g, f"/shop/?sid={nxt}", "Continue shopping")],
+                          lists=[("Products", items)])
+        return None
+
+    def _article_links(self, g: int, n: int) -> _Links:
+        cfg = self.config
+        h = self.hosts[g]
+        t, _ = h.topic_index(n)
+        rng = random.Random(f"{cfg.seed}:links:{g}:{n}")
+        nav = [self._local(g, "/", h.name),
+               self._local(g, self._listing_path(t, 0), self.topic_names[t].capitalize())]
+        m = h.rank(n)
+        forced = [h.specials[j] for j in range(m, len(h.specials), h.N)]
+        total = rng.randint(5, 30)
+        n_content = max(0, total - len(nav) - len(forced))
+        inline: list[_Link] = []
+        seen = {(g, n)}
+        attempts = 0
+        while len(inline) < n_content and attempts < 3 * n_content:
+            attempts += 1
+            x = rng.random()
+            rel = ""
+            r2 = rng.random()
+            style = 3 if r2 < 0.04 else 1 if r2 < 0.14 else 2 if r2 < 0.22 else 0
+            if x < cfg.cross_host_links and cfg.hosts > 1:
+                g2 = rng.randrange(cfg.hosts - 1)
+                g2 += g2 >= g
+                n2 = self.hosts[g2].random_article(rng, t if rng.random() < 0.7 else None)
+                if rng.random() < 0.15:
+                    rel = rng.choice(["nofollow", "nofollow noopener", "ugc nofollow"])
+                if (g2, n2) in seen:
+                    continue
+                seen.add((g2, n2))
+                inline.append(self._art(g, g2, n2, rel=rel, style=style, u=rng.random()))
+                continue
+            if x < cfg.cross_host_links + 0.04 and h.random_specials:
+                path, anchor, ref = h.random_specials[rng.randrange(len(h.random_specials))]
+                if (g, path) in seen:
+                    continue
+                seen.add((g, path))
+                inline.append(self._local(g, path, anchor, title_ref=ref, u=rng.random()))
+                continue
+            n2 = h.random_article(rng, t if rng.random() < 0.7 else None)
+            if rng.random() < 0.06:
+                rel = "nofollow"
+            if (g, n2) in seen:
+                continue
+            seen.add((g, n2))
+            inline.append(self._art(g, g, n2, rng, rel=rel, style=style, u=rng.random()))
+        for path, anchor, ref in forced:
+            if (g, path) in seen:
+                continue
+            seen.add((g, path))
+            inline.append(self._local(g, path, anchor, title_ref=ref, u=rng.random()))
+        inline.sort(key=lambda l: l.u)
+        return _Links(nav=nav, inline=inline)
+
+    # ------------------------------------------------------------------ text
+
+    def _title_uncached(self, g: int, n: int) -> str:
+        h = self.hosts[g]
+        t, _ = h.topic_index(n)
+        rng = random.Random(f"{self.config.seed}:title:{g}:{n}")
+        tw = self._topic_words[t]
+        a, b, c = (tw[rng.randrange(len(tw))] for _ in range(3))
+        noun = _TITLE_NOUNS[rng.randrange(len(_TITLE_NOUNS))]
+        adj = _TITLE_ADJS[rng.randrange(len(_TITLE_ADJS))]
+        form = _TITLE_FORMS[rng.randrange(len(_TITLE_FORMS))]
+        return _title_case(form.format(a=a, b=b, c=c, n=noun, j=adj).split())
+
+    def _anchor(self, link: _Link) -> str:
+        if link.title_ref is not None:
+            title = self._title(*link.title_ref)
+            return title if not link.anchor else f"{link.anchor}: {title}"
+        return link.anchor
+
+    def _link_html(self, link: _Link) -> str:
+        if link.html is not None:
+            return link.html
+        rel = f' rel="{link.rel}"' if link.rel else ""
+        a = f'<a href="{html.escape(link.href)}"{rel}>{html.escape(self._anchor(link))}</a>'
+        if link.style == 1:
+            a = f"<b>{a}</b>"
+        elif link.style == 2:
+            a = f"<i>{a}</i>"
+        elif link.style == 3:
+            a = f"<b><i>{a}</i></b>"
+        link.html = a
+        return a
+
+    @staticmethod
+    def _sentences(rng: random.Random, pool: list[str], budget: int) -> list[str]:
+        """Sentences (capitalised, with a final period) of about ``budget`` chars in all."""
+        avg = _avg_len(pool)
+        words = _words(rng, pool, int(budget / avg * 1.05) + 32)
+        ctl = rng.randbytes(len(words) // 4 + 16)
+        out: list[str] = []
+        acc = i = ci = 0
+        while acc < budget:
+            if ci >= len(ctl):
+                ctl += rng.randbytes(64)
+            b = ctl[ci]
+            ci += 1
+            k = 5 + b % 14
+            if i + k > len(words):
+                words += _words(rng, pool, 256)
+            ws = words[i:i + k]
+            i += k
+            if k > 9 and b & 0x80:
+                ws[4] += ","
+            sent = " ".join(ws)
+            sent = sent[:1].upper() + sent[1:] + "."
+            out.append(sent)
+            acc += len(sent) + 1
+        return out
+
+    def _body_text(self, rng: random.Random, topic: int | None, budget: int,
+                   inline: list[_Link], extra: list[str] | None = None) -> str:
+        """Paragraphs (with h2 headings) of about ``budget`` chars, inline links placed by u."""
+        pool = self._pools[topic] if topic is not None else self._common_pool
+        sentences = self._sentences(rng, pool, max(budget, 1))
+        n_s = len(sentences)
+        if extra:
+            for phrase in extra:
+                j = rng.randrange(n_s)
+                sentences[j] = sentences[j][:-1] + ", " + phrase + "."
+        # links: sentence floor(u * n_s), at the word boundary given by the fractional part
+        by_sentence: dict[int, list[tuple[float, _Link]]] = {}
+        for link in inline:
+            x = link.u * n_s
+            j = min(int(x), n_s - 1)
+            by_sentence.setdefault(j, []).append((x - j, link))
+        for j, items in by_sentence.items():
+            toks = sentences[j].split(" ")
+            last = toks[-1]
+            toks[-1] = last[:-1]          # the period goes after an anchor placed at the end
+            n_t = len(toks)
+            # insert from the last to the first: positions on the original tokens stay valid, and
+            # links at the same position end up in u order (= the order outlinks() reports)
+            for frac, link in reversed(items):
+                toks.insert(min(int(frac * (n_t + 1)), n_t), self._link_html(link))
+            sentences[j] = " ".join(toks) + "."
+        tw = self._topic_words[topic] if topic is not None else _COMMON
+        ctl = rng.randbytes(n_s + 8)
+        parts: list[str] = []
+        i = pi = 0
+        while i < n_s:
+            k = 3 + ctl[pi] % 5
+            parts.append("<p>" + " ".join(sentences[i:i + k]) + "</p>")
+            i += k
+            pi += 1
+            if pi % 3 == 0 and i < n_s:
+                hw = [tw[rng.randrange(len(tw))] for _ in range(1 + ctl[pi] % 2)]
+                hw += [w for w in _words(rng, pool, 6) if len(w) > 3][:1 + ctl[pi] % 3]
+                parts.append("<h2>" + html.escape(_title_case(hw)) + "</h2>")
+        return "\n".join(parts)
+
+    def _target_size(self, rng: random.Random) -> int:
+        lo, hi = self.config.page_kb
+        a, b = int(lo * 1024 * 1.06) + 64, int(hi * 1024 * 0.95) - 64
+        if a >= b:
+            return (lo + hi) * 512
+        return rng.randint(a, b)
+
+    def _page_html(self, *, g: int, rng: random.Random, title: str, topic: int | None,
+                   links: _Links, canonical: str | None = None, meta_robots: str | None = None,
+                   charset_meta: str | None = "utf-8", lang: str = "en",
+                   extra_phrases: list[str] | None = None, description: str | None = None,
+                   h1: str | None = None) -> str:
+        h = self.hosts[g]
+        tw = self._topic_words[topic] if topic is not None else _COMMON
+        pool = self._pools[topic] if topic is not None else self._common_pool
+        target = self._target_size(rng)
+        if description is None:
+            d = _words(rng, pool, rng.randint(12, 22))
+            description = (d[0].capitalize() + " " + " ".join(d[1:]) + ".")
+        kws: list[str] = []
+        if topic is None:
+            kws = self.topic_names[:8]
+        for _ in range(6 if topic is not None else 0):
+            w = tw[rng.randrange(len(tw))]
+            if w not in kws:
+                kws.append(w)
+        head = ["<!DOCTYPE html>", f'<html lang="{lang}">', "<head>"]
+        if charset_meta:
+            head.append(f'<meta charset="{charset_meta}">')
+        head.append(f"<title>{html.escape(title)} | {html.escape(h.name)}</title>")
+        head.append(f'<meta name="description" content="{html.escape(description)}">')
+        head.append(f'<meta name="keywords" content="{", ".join(kws)}">')
+        if meta_robots:
+            head.append(f'<meta name="robots" content="{meta_robots}">')
+        head.append('<meta name="viewport" content="width=device-width, initial-scale=1">')
+        if canonical:
+            head.append(f'<link rel="canonical" href="{canonical}">')
+        head += ["</head>", "<body>", '<header class="site">']
+        head.append("<nav>" + " | ".join(self._link_html(l) for l in links.nav) + "</nav>")
+        head += ["</header>", "<main>", "<article>", f"<h1>{html.escape(h1 or title)}</h1>"]
+        lists = []
+        for heading, ls in links.lists:
+            lists.append(f"<h2>{html.escape(heading)}</h2>")
+            lists.append("<ul>\n" + "\n".join(f"<li>{self._link_html(l)}</li>" for l in ls)
+                         + "\n</ul>")
+        tail = ["</article>", "</main>",
+                f'<footer><p>&copy; 2024 {html.escape(h.name)}. All rights reserved. '
+                f'Generated by the skitter demo web.</p></footer>', "</body>", "</html>", ""]
+        head_s, lists_s, tail_s = "\n".join(head), "\n".join(lists), "\n".join(tail)
+        inline_len = sum(len(self._link_html(l)) + 1 for l in links.inline)
+        skeleton = len(head_s) + len(lists_s) + len(tail_s) + 4
+        budget = target - skeleton - inline_len
+        # the text budget is in characters; tags add ~3 %, the paragraph wrapper ~2 %
+        text = self._body_text(rng, topic, int(budget * 0.96), links.inline, extra_phrases)
+        return "\n".join([head_s, text, lists_s, tail_s])
+
+    # ------------------------------------------------------------------ responses
+
+    def _last_modified(self, key: str) -> str:
+        off = _hash64(f"{self.config.seed}:lm:{key}") % (3 * 365 * 86400)
+        return formatdate(_EPOCH - off, usegmt=True)
+
+    def respond(self, base_url: str, path_qs: str, *, accept_gzip: bool = False,
+                if_none_match: str | None = None, if_modified_since: str | None = None) -> Response:
+        """The response to GET ``path_qs`` on the host at ``base_url`` (no I/O, deterministic).
+
+        ``accept_gzip``: the request accepts gzip (only /p/gzip.html is then gzip-encoded).
+        ``if_none_match`` / ``if_modified_since``: conditional request headers (→ 304).
+        """
+        g = self._host_of.get(base_url.rstrip("/"))
+        if g is None:
+            raise KeyError(f"unknown base URL {base_url!r}")
+        if not path_qs.startswith("/"):
+            path_qs = "/" + path_qs
+        kind, ident = self._classify(g, path_qs)
+        h = self.hosts[g]
+        seed = self.config.seed
+
+        if kind == "notfound":
+            return _not_found()
+        if kind == "redirect":
+            status, _, location = self._redirect(g, path_qs)  # type: ignore[misc]
+            reason = "Moved Permanently" if status == 301 else "Found"
+            body = (f"<!DOCTYPE html>\n<html><head><title>{status} {reason}</title></head>"
+                    f"<body><h1>{reason}</h1></body></html>\n").encode()
+            return Response(status, [("Content-Type", _HTML), ("Location", location)], body)
+        if kind == "robots":
+            return Response(200, [("Content-Type", "text/plain; charset=utf-8")],
+                            self.robots_txt(g).encode())  # type: ignore[union-attr]
+        if kind == "sitemap":
+            # the home page and the articles, up to the protocol's limit of 50,000 URLs
+            urls = [f"{h.base}/"] + [f"{h.base}/a/{n}.html" for n in range(min(h.N, 49_999))]
+            body = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+                    '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+                    + "".join(f"<url><loc>{u}</loc></url>\n" for u in urls) + "</urlset>\n")
+            return Response(200, [("Content-Type", "application/xml; charset=utf-8")], body.encode())
+
+        headers: list[tuple[str, str]] = []
+        ctype = _HTML
+        lm_key = f"{g}:{path_qs}"
+        if kind == "binary":
+            rng = random.Random(f"{seed}:pdf:{g}:{ident[1]}")  # type: ignore[index]
+            size = rng.randint(2048, 6144)
+            body = (b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\nstream\n"
+                    + rng.randbytes(size) + b"\nendstream\n%%EOF\n")
+            ctype = "application/pdf"
+        elif kind == "trap":
+            links = self._links(g, path_qs)
+            assert links is not None
+            if ident[0] == "calendar":  # type: ignore[index]
+                _, y, mo = ident  # type: ignore[misc]
+                title = f"Events in {_MONTHS[mo - 1]} {y:04d}"
+            else:
+                title = "Shop"
+            body = self._small_page(h, title, links).encode()
+            return Response(200, [("Content-Type", _HTML)], body)
+        elif kind in ("page", "duplicate"):
+            n = ident if kind == "page" else h.copies[ident[1]]  # type: ignore[index]
+            lm_key = f"{g}:/a/{n}.html"
+            body = self._article_html(g, n).encode()  # type: ignore[arg-type]
+        elif kind == "home":
+            rng = random.Random(f"{seed}:hometext:{g}")
+            links = self._links(g, "/")
+            assert links is not None
+            desc = (f"{h.name}: articles about " + ", ".join(self.topic_names[:-1])
+                    + (" and " if len(self.topic_names) > 1 else "") + self.topic_names[-1] + ".")
+            body = self._page_html(g=g, rng=rng, title="Home", topic=None, links=links,
+                                   canonical=h.base + "/", h1=f"Welcome to {h.name}",
+                                   description=desc).encode()
+        elif kind == "category":
+            t, k = ident  # type: ignore[misc]
+            rng = random.Random(f"{seed}:cattext:{g}:{t}:{k}")
+            links = self._links(g, path_qs)
+            assert links is not None
+            name = self.topic_names[t].capitalize()
+            title = name if k == 0 else f"{name}, page {k + 1}"
+            body = self._page_html(g=g, rng=rng, title=title, topic=t, links=links,
+                                   canonical=h.base + path_qs).encode()
+        elif kind == "sjis":
+            body = self._sjis_html(g, path_qs)
+            ctype = "text/html"
+        elif kind == "broken":
+            body = self._broken_html(g, path_qs)
+        else:  # article-like specials
+            links = self._links(g, path_qs)
+            assert links is not None
+            topic = self._special_topic(g, path_qs)
+            rng = random.Random(f"{seed}:stext:{g}:{path_qs}")
+            title = self._special_title(rng, topic, kind)
+            meta = {"noindex": "noindex", "nofollow": "nofollow"}.get(kind)
+            if kind == "cp1252":
+                text = self._page_html(g=g, rng=rng, title=title, topic=topic, links=links,
+                                       charset_meta=None, extra_phrases=_CP1252_PHRASES,
+                                       description="The café’s “special” page — in Windows-1252.")
+                body = text.encode("cp1252")
+                ctype = "text/html; charset=windows-1252"
+            else:
+                body = self._page_html(g=g, rng=rng, title=title, topic=topic, links=links,
+                                       meta_robots=meta).encode()
+            if kind == "xrobots":
+                headers.append(("X-Robots-Tag", "noindex, nofollow"))
+        etag = '"' + hashlib.blake2b(body, digest_size=8).hexdigest() + '"'
+        lm = self._last_modified(lm_key)
+        if kind == "gzip" and accept_gzip:
+            body = gzip.compress(body, compresslevel=6, mtime=0)
+            etag = etag[:-1] + '-gz"'
+            headers += [("Content-Encoding", "gzip"), ("Vary", "Accept-Encoding")]
+        elif kind == "gzip":
+            headers.append(("Vary", "Accept-Encoding"))
+        headers = [("Content-Type", ctype), ("ETag", etag), ("Last-Modified", lm)] + headers
+        if if_none_match is not None:
+            if etag in [x.strip() for x in if_none_match.split(",")] or if_none_match.strip() == "*":
+                return Response(304, [("ETag", etag), ("Last-Modified", lm)], b"")
+        elif if_modified_since is not None:
+            try:
+                since = parsedate_to_datetime(if_modified_since).timestamp()
+                if parsedate_to_datetime(lm).timestamp() <= since:
+                    return Response(304, [("ETag", etag), ("Last-Modified", lm)], b"")
+            except (TypeError, ValueError):
+                pass
+        return Response(200, headers, body)
+
+    def _special_title(self, rng: random.Random, topic: int, kind: str) -> str:
+        words = _words(rng, self._pools[topic], rng.randint(3, 6))
+        tw = self._topic_words[topic]
+        words[0] = tw[rng.randrange(len(tw))]
+        label = {"private": "Members only", "no-skitter": "Staff notes", "about": "About us"}.get(
+            kind, kind.capitalize())
+        return f"{label}: {_title_case(words)}"
+
+    def _article_html(self, g: int, n: int) -> str:
+        h = self.hosts[g]
+        t, _ = h.topic_index(n)
+        rng = random.Random(f"{self.config.seed}:text:{g}:{n}")
+        links = self._article_links(g, n)
+        return self._page_html(g=g, rng=rng, title=self._title(g, n), topic=t, links=links,
+                               canonical=f"{h.base}/a/{n}.html")
+
+    def _small_page(self, h: _Host, title: str, links: _Links) -> str:
+        lis = []
+        for heading, ls in links.lists:
+            lis.append(f"<h2>{heading}</h2>\n<ul>\n" + "\n".join(
+                f"<li>{self._link_html(l)}</li>" for l in ls) + "\n</ul>")
+        return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                f"<title>{html.escape(title)} | {html.escape(h.name)}</title>\n</head>\n<body>\n"
+                "<nav>" + " | ".join(self._link_html(l) for l in links.nav) + "</nav>\n"
+                f"<h1>{html.escape(title)}</h1>\n" + "\n".join(lis) + "\n</body>\n</html>\n")
+
+    def _sjis_html(self, g: int, path: str) -> bytes:
+        h = self.hosts[g]
+        links = self._links(g, path)
+        assert links is not None
+        rng = random.Random(f"{self.config.seed}:sjis:{g}")
+        target = self._target_size(rng)
+        paras: list[str] = []
+        size = 600
+        inline = list(links.inline)
+        while size < target:
+            sents = [_JA_SENTENCES[rng.randrange(len(_JA_SENTENCES))] for _ in range(rng.randint(3, 6))]
+            p = "".join(sents)
+            if inline and rng.random() < 0.5:
+                p += "詳しくは" + self._link_html(inline.pop(0)) + "をご覧ください。"
+            paras.append(f"<p>{p}</p>")
+            size += len(p.encode("shift_jis")) + 8
+        for l in inline:
+            paras.append(f"<p>関連記事：{self._link_html(l)}</p>")
+        nav = " | ".join(self._link_html(l) for l in links.nav)
+        text = ("<!DOCTYPE html>\n<html lang=\"ja\">\n<head>\n<meta charset=\"Shift_JIS\">\n"
+                f"<title>日本語のページ | {html.escape(h.name)}</title>\n"
+                "<meta name=\"description\" content=\"シフトJISで書かれた日本語のページです。\">\n"
+                "</head>\n<body>\n<nav>" + nav + "</nav>\n<h1>日本語のページ</h1>\n"
+                + "\n".join(paras) + "\n</body>\n</html>\n")
+        return text.encode("shift_jis")
+
+    def _broken_html(self, g: int, path: str) -> bytes:
+        h = self.hosts[g]
+        links = self._links(g, path)
+        assert links is not None
+        rng = random.Random(f"{self.config.seed}:broken:{g}")
+        pool = self._common_pool
+        out = [b"<html><head><title>Broken page | " + h.name.encode() + b"</title>\n<body>\n<div class=main>\n"]
+        out.append(b"<NAV>" + self._link_html(links.nav[0]).encode() + b"\n")
+        for i, l in enumerate(links.inline):
+            words = " ".join(_words(rng, pool, rng.randint(20, 60))).encode()
+            garbage = bytes([0xFF, 0xFE, 0x80, 0x00, 0xC3, 0x28, 0x9D])
+            anchor = html.escape(self._anchor(l)).encode()
+            if i % 3 == 0:   # unquoted attribute, upper-case tag, unclosed <p> and <b>
+                a = b"<A HREF=" + l.href.encode() + b">" + anchor + b"</A>"
+            elif i % 3 == 1:  # single quotes, unclosed <a> (closed implicitly by the next <p>)
+                a = b"<a href='" + l.href.encode() + b"'>" + anchor + b"</a"
+                a += b">"
+            else:
+                a = b'<a href="' + l.href.encode() + b'">' + anchor + b"</a></span></td>"
+            out.append(b"<p><b>" + words[:len(words) // 2] + garbage + words[len(words) // 2:]
+                       + b" " + a + b"\n")
+        out.append(b"<table><tr><td>cell<td>cell<tr><td>" + bytes(range(0x80, 0x90)) + b"\n")
+        out.append(b"</div></div></body>\n<!-- an unclosed comment at the very end\n")
+        return b"".join(out)
+
+    # ------------------------------------------------------------------ static export
+
+    def write_static(self, root: Path) -> None:
+        """Write every finite page (pages()) of host g under root/<g>/<path> (index.html for paths
+        ending in "/"), plus robots.txt and sitemap.xml, and root/manifest.json.
+
+        File mtimes are the pages' Last-Modified. Not reproducible by plain static files, and so
+        skipped (manifest.json lists them so a server config can add them): redirects (old/,
+        chain/, loop/, away.html → listed under "redirects"), spider traps (calendar/, shop/),
+        the X-Robots-Tag header of /p/xrobots.html and the header-only charset of /p/cp1252.html
+        (under "headers"), the gzip encoding of /p/gzip.html (a static server gzips as it is
+        configured), the 404 of robots.txt on the no-robots host (simply no file), conditional
+        requests. 404s (missing/) are simply absent files. Bodies embed the base URLs: serve the
+        files on the same base URLs the DemoWeb was built with.
+        """
+        root = Path(root)
+        for url in self.pages():
+            g, path = self._split(url)  # type: ignore[misc]
+            rel = path.lstrip("/")
+            if rel == "" or rel.endswith("/"):
+                rel += "index.html"
+            dest = root / str(g) / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            resp = self.respond(self.base_urls[g], path)
+            dest.write_bytes(resp.body)
+            lm = resp.header("Last-Modified")
+            if lm:
+                ts = parsedate_to_datetime(lm).timestamp()
+                os.utime(dest, (ts, ts))
+        redirects: dict[str, dict[str, list]] = {}
+        headers: dict[str, dict[str, list[list[str]]]] = {}
+        for h in self.hosts:
+            g = h.g
+            (root / str(g)).mkdir(parents=True, exist_ok=True)
+            txt = self.robots_txt(g)
+            if txt is not None:
+                (root / str(g) / "robots.txt").write_text(txt)
+            (root / str(g) / "sitemap.xml").write_bytes(self.respond(h.base, "/sitemap.xml").body)
+            red: dict[str, list] = {}
+            paths = [f"/old/{j}.html" for j in range(h.n_old)]
+            if h.redirects:
+                paths += ["/chain/1.html", "/chain/2.html", "/chain/3.html", "/loop/a.html",
+                          "/loop/b.html", "/away.html"]
+            for p in paths:
+                st, _, loc = self._redirect(g, p)  # type: ignore[misc]
+                red[p] = [st, loc]
+            redirects[str(g)] = red
+            hd: dict[str, list[list[str]]] = {}
+            for s in h.singles:
+                p = f"/p/{s}.html"
+                r = self.respond(h.base, p)
+                extra = [[k, v] for k, v in r.headers if k in ("X-Robots-Tag",)
+                         or (k == "Content-Type" and s in ("cp1252", "sjis"))]
+                if extra:
+                    hd[p] = extra
+            headers[str(g)] = hd
+        manifest = {
+            "config": asdict(self.config),
+            "base_urls": self.base_urls,
+            "pages": len(self.pages()),
+            "redirects": redirects,
+            "headers": headers,
+            "no_robots_hosts": [h.g for h in self.hosts if h.no_robots],
+            "skipped": ["redirects (see 'redirects')", "spider traps (/calendar/, /shop/)",
+                        "extra headers (see 'headers')", "gzip encoding of /p/gzip.html",
+                        "conditional requests"],
+        }
+        (root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December"]
+
+
+def _not_found() -> Response:
+    return Response(404, [("Content-Type", _HTML)],
+                    b"<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body>"
+                    b"<h1>Not Found</h1><p>The requested URL was not found on this server.</p>"
+                    b"</body></html>\n")
+
+
+def _robots_match(pattern: str, path: str) -> bool:
+    """RFC 9309 matching: prefix match, ``*`` any sequence, ``$`` end anchor."""
+    if "*" not in pattern and not pattern.endswith("$"):
+        return path.startswith(pattern)
+    anchored = pattern.endswith("$")
+    if anchored:
+        pattern = pattern[:-1]
+    rx = ".*".join(re.escape(p) for p in pattern.split("*"))
+    return re.match(rx + ("$" if anchored else ""), path) is not None
