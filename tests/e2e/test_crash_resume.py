@@ -80,7 +80,8 @@ def test_kill_9_resume_equals_uninterrupted(tmp_path):
         key = (e["host"], e["path"])
         if key in first_seen:
             first = first_seen[key]
-            assert any(first["t0"] <= k and first["t1"] >= k - COMMIT_INTERVAL - 0.3 for k in kills) \
+            # (a request sent just before the kill may reach the server just after it)
+            assert any(first["t0"] <= k + 0.05 and first["t1"] >= k - COMMIT_INTERVAL - 0.3 for k in kills) \
                 or e["path"] == "/robots.txt", f"{key} fetched twice, first at {first['t0']:.3f}"
         else:
             first_seen[key] = e
