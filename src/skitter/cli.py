@@ -66,7 +66,9 @@ def crawl(seeds: tuple[str, ...], output: str, resolve: tuple[str, ...], quiet: 
             raise UsageError(f"--resolve wants HOST:IP, got {item!r}")
         pairs.append((host.lower(), ip))
     config = CrawlConfig(**settings, seeds=tuple(seeds), resolve=tuple(pairs))
-    run_crawl(Path(output), config, quiet=quiet)
+    summary = run_crawl(Path(output), config, quiet=quiet)
+    if summary.get("interrupted"):
+        sys.exit(130)
 
 
 def run_crawl(directory: Path, config: CrawlConfig, *, quiet: bool = False, title: str = "crawling") -> dict:
@@ -85,10 +87,11 @@ def run_crawl(directory: Path, config: CrawlConfig, *, quiet: bool = False, titl
             crawler.on_progress = lambda c: live.update(_progress(c, title))
             _run(crawler.run())
     summary = load_summary(directory)
+    summary["interrupted"] = crawler.interrupted
     if not quiet:
         Console().print(render(summary))
-        if crawler._interrupted:
-            console.print(f"interrupted: run the same command to resume the crawl in {directory}")
+    if crawler.interrupted:
+        console.print(f"interrupted: run the same command to resume the crawl in {directory}")
     return summary
 
 
@@ -155,7 +158,7 @@ def demo(output: str, pages: int, hosts: int) -> None:
         click.echo(f"demo web: {len(server.base_urls)} hosts on loopback ({', '.join(server.base_urls[:2])}, …)",
                    err=True)
         config = CrawlConfig(seeds=tuple(server.web.seeds()), delay=0.0, adaptive_delay=0.0, per_host=4,
-                             concurrency=32, max_crawl_delay=0.5)
+                             concurrency=32, max_crawl_delay=0.02)
         run_crawl(out, config, title="crawling the demo web")
     click.echo(f"crawl directory: {out}  (try: skitter stats {out} ; skitter export {out} --format jsonl)")
 

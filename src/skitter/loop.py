@@ -154,21 +154,23 @@ class Crawler:
                         if self.frontier.add([s]):
                             self.filter.admitted_new(s.url)
                 self._commit()
+                self._stop_event = asyncio.Event()
                 self._install_signals()
                 committer = asyncio.create_task(self._committer())
                 workers = [asyncio.create_task(self._worker()) for _ in range(max(1, c.concurrency))]
-                self._stop_event = asyncio.Event()
                 stopper = asyncio.create_task(self._stop_event.wait())
+                gatherer = asyncio.gather(*workers)
                 try:
-                    await asyncio.wait([asyncio.gather(*workers), stopper],
-                                       return_when=asyncio.FIRST_COMPLETED)
+                    await asyncio.wait([gatherer, stopper], return_when=asyncio.FIRST_COMPLETED)
                 finally:
-                    stopper.cancel()
-                    for w in workers:
-                        w.cancel()
-                    await asyncio.gather(*workers, return_exceptions=True)
-                    committer.cancel()
-                    await asyncio.gather(committer, return_exceptions=True)
+                    for task in (*workers, stopper, committer):
+                        task.cancel()
+                    results = await asyncio.gather(*workers, stopper, committer, return_exceptions=True)
+                    if not gatherer.cancelled():
+                        gatherer.exception()  # retrieved: the same exceptions are in results
+                    for r in results:
+                        if isinstance(r, Exception):  # a bug in a worker: surface it, never hide it
+                            raise r
         finally:
             self._remove_signals()
             self._finish()
@@ -441,6 +443,10 @@ class Crawler:
             loop.remove_signal_handler(signal.SIGTERM)
         except (NotImplementedError, RuntimeError):
             pass
+
+    @property
+    def interrupted(self) -> bool:
+        return self._interrupted
 
     def interrupt(self) -> None:
         """Stop cleanly: no new requests; what is in flight is abandoned and fetched on resume."""

@@ -85,6 +85,9 @@ def test_every_reachable_allowed_page_fetched(polite_crawl):
     expected = {canonicalize(u) for u in web.reachable(max_depth=10)}
     missing = expected - fetched
     assert not missing, sorted(missing)[:10]
+    # ... and nothing else: nofollow links and meta nofollow pages were not followed (traps aside)
+    extra = {u for u in fetched - expected if web.kind(u) != "trap"}
+    assert extra == set()
 
 
 def test_trap_bounded_and_crawl_finishes(polite_crawl):

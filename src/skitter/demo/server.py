@@ -131,6 +131,8 @@ async def _serve(args: argparse.Namespace) -> None:
         try:
             await resp.prepare(request)
             await resp.write_eof()
+        except ConnectionResetError:  # the client went away (e.g. a crawler stopped): not an error
+            pass
         finally:
             if log is not None:
                 log.write(json.dumps({"t0": t0, "t1": time.time(), "host": f"{local_ip}:{state['port']}",
