@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -184,6 +185,9 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as exc:
         click.echo(f"skitter: error: {exc}", err=True)
         sys.exit(1)
+    except sqlite3.DatabaseError as exc:  # found while reading: the integrity check runs on writes
+        click.echo(f"skitter: error: corrupt crawl database: {exc}", err=True)
+        sys.exit(2)
     except Exception as exc:  # an internal error: one line unless SKITTER_DEBUG asks for the traceback
         if os.environ.get("SKITTER_DEBUG"):
             raise

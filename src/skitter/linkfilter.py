@@ -67,5 +67,5 @@ class LinkFilter:
     def processed(self) -> None:
         """One URL processed; every ``host_window`` of them the burst counters start again."""
         self._processed += 1
-        if self.config.host_burst and self._processed % self.config.host_window == 0:
+        if self.config.host_burst and self._processed % max(1, self.config.host_window) == 0:
             self._burst.clear()

@@ -31,8 +31,9 @@ if DOCS is None:
     pytest.skip("Debian's python3.11-doc is not installed (.ci/run installs it)", allow_module_level=True)
 
 ROBOTS = "User-agent: *\nDisallow: /whatsnew/\nDisallow: /c-api/\nDisallow: /genindex-\n"
-DELAY = 0.01
+DELAY = 0.03
 PER_HOST = 2
+LATENCY = 0.04  # longer than DELAY, so that two requests are often open at once
 
 
 class _Links(HTMLParser):
@@ -83,8 +84,8 @@ def reference_crawl(base: str, max_depth: int = 10) -> set[str]:
     return set(seen)
 
 
-def crawl_cmd(base: str, directory: Path) -> list[str]:
-    return [sys.executable, "-m", "skitter", "crawl", base + "/", "-o", str(directory), "--delay", str(DELAY),
+def crawl_cmd(base: str, directory: Path, delay: float = DELAY) -> list[str]:
+    return [sys.executable, "-m", "skitter", "crawl", base + "/", "-o", str(directory), "--delay", str(delay),
             "--per-host", str(PER_HOST), "--concurrency", "8", "--adaptive-delay", "0", "--quiet"]
 
 
@@ -97,7 +98,7 @@ def fetched(directory: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def docs_crawl(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("docs")
-    with StaticSite(DOCS, robots_txt=ROBOTS) as site:
+    with StaticSite(DOCS, robots_txt=ROBOTS, latency=LATENCY) as site:
         res = subprocess.run(crawl_cmd(site.base, tmp / "crawl"), capture_output=True, text=True, timeout=300)
         assert res.returncode == 0, res.stderr
         yield site, list(site.log), fetched(tmp / "crawl"), tmp
@@ -126,8 +127,11 @@ def test_per_host_limits_held(docs_crawl):
         open_now += d
         peak = max(peak, open_now)
     assert peak <= PER_HOST
+    assert peak == PER_HOST  # the limit was reached, so the check above means something
+    # Request starts at least DELAY apart. Measured at the server, a request on a new connection
+    # arrives a little later than one on a kept-alive connection: allow 10 ms for that.
     gaps = [b.t0 - a.t0 for a, b in zip(hits, hits[1:])]
-    assert min(gaps) >= DELAY - 0.002
+    assert min(gaps) >= DELAY - 0.010
 
 
 def test_every_reachable_allowed_page_fetched(docs_crawl):
@@ -146,7 +150,7 @@ def test_kill_and_resume_ends_with_the_same_pages(docs_crawl):
     with StaticSite(DOCS, robots_txt=ROBOTS, latency=0.005) as site2:
         kills = 0
         for _ in range(3):
-            proc = subprocess.Popen(crawl_cmd(site2.base, directory), stdout=subprocess.DEVNULL,
+            proc = subprocess.Popen(crawl_cmd(site2.base, directory, 0.0), stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
             time.sleep(rng.uniform(0.7, 1.5))
             if proc.poll() is not None:
@@ -154,7 +158,7 @@ def test_kill_and_resume_ends_with_the_same_pages(docs_crawl):
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(10)
             kills += 1
-        res = subprocess.run(crawl_cmd(site2.base, directory), capture_output=True, text=True, timeout=300)
+        res = subprocess.run(crawl_cmd(site2.base, directory, 0.0), capture_output=True, text=True, timeout=300)
         assert res.returncode == 0, res.stderr
         port2 = site2.port
     assert kills >= 2
@@ -163,4 +167,5 @@ def test_kill_and_resume_ends_with_the_same_pages(docs_crawl):
     port1 = site.port
     a = {norm(r["url"], port1): (r["status"], r["content_hash"]) for r in recs}
     b = {norm(r["url"], port2): (r["status"], r["content_hash"]) for r in resumed}
-    assert a == b
+    diff = {u: (a.get(u), b.get(u)) for u in a.keys() | b.keys() if a.get(u) != b.get(u)}
+    assert diff == {}

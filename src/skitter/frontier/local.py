@@ -30,7 +30,7 @@ from .politeness import HostClock, Politeness
 
 
 class _Host:
-    __slots__ = ("key", "clock", "window", "backlog", "scheduled")
+    __slots__ = ("key", "clock", "window", "backlog", "scheduled", "entry", "ready_priority")
 
     def __init__(self, key: str, policy: Politeness) -> None:
         self.key = key
@@ -39,6 +39,8 @@ class _Host:
         self.window: list[tuple[float, int, Candidate]] = []
         self.backlog = 0          # rows of this host queued on disk (state 0)
         self.scheduled = False    # in the ready heap or the timer heap
+        self.entry = 0            # tiebreak of its live heap entry; other entries of it are stale
+        self.ready_priority: float | None = None  # its key in the ready heap (None: in the timers)
 
     def has_work(self) -> bool:
         return bool(self.window) or self.backlog > 0
@@ -57,6 +59,12 @@ class LocalFrontier:
         self._ready: list[tuple[float, int, str]] = []   # (-best priority, tiebreak, host)
         self._timers: list[tuple[float, int, str]] = []  # (next_time, tiebreak, host)
         self._tick = 0
+        # A bounded memory of recently seen fingerprints in front of the database's exact set:
+        # most links of a page (navigation) were seen moments ago. Two generations of at most
+        # ``recent_size`` each (~50 bytes an entry), so memory stays flat on long crawls.
+        self.recent_size = 200_000
+        self._recent: set[int] = set()
+        self._recent_old: set[int] = set()
         self._wake = asyncio.Event()
         # Called on each candidate before its host's slot is taken; False = consumed without a
         # request (the gate recorded it, or requeued it for later). The crawl loop checks cached
@@ -91,6 +99,9 @@ class LocalFrontier:
         new = 0
         for cand in candidates:
             fp = fingerprint(cand.url)
+            if fp in self._recent or fp in self._recent_old:
+                continue  # seen lately: no need to ask the database
+            self._remember(fp)
             key = host_key(cand.url)
             h = self._host(key)
             self.seq += 1
@@ -108,6 +119,8 @@ class LocalFrontier:
                 insort(h.window, (cand.priority, -self.seq, cand))
                 if len(h.window) > self.window:
                     self._evict(h)
+                if h.scheduled and h.ready_priority is not None and cand.priority > h.ready_priority:
+                    h.scheduled = False  # a better head: re-rank the host (its old entry goes stale)
             else:
                 h.backlog += 1
             self._schedule(h)
@@ -115,11 +128,18 @@ class LocalFrontier:
             self._wake.set()
         return new
 
+    def _remember(self, fp: int) -> None:
+        self._recent.add(fp)
+        if len(self._recent) >= self.recent_size:
+            self._recent_old = self._recent
+            self._recent = set()
+
     def add_done(self, candidate: Candidate) -> bool:
         """Admit a URL as already done (decided without a request, e.g. disallowed by a cached
         robots.txt): it passes the URL-seen test once and is never handed out."""
         self.db.ensure_tx()
         self.seq += 1
+        self._remember(fingerprint(candidate.url))
         cur = self.db.conn.execute(
             "INSERT OR IGNORE INTO urls (fp, url, host, depth, parent, priority, seq, state, redirects)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, 2, ?)",
@@ -139,7 +159,7 @@ class LocalFrontier:
         h.backlog += 1
 
     def _refill(self, h: _Host) -> None:
-        if not h.backlog or len(h.window) >= self.window // 2:
+        if not h.backlog or len(h.window) >= max(1, self.window // 2):
             return
         self.db.ensure_tx()
         rows = self.db.conn.execute(
@@ -162,23 +182,30 @@ class LocalFrontier:
         self._tick += 1
         if h.clock.next_time > self.clock():
             heapq.heappush(self._timers, (h.clock.next_time, self._tick, h.key))
+            h.ready_priority = None
         else:
             self._refill(h)
             if not h.window:
                 return
-            heapq.heappush(self._ready, (-h.window[-1][0], self._tick, h.key))
+            h.ready_priority = h.window[-1][0]
+            heapq.heappush(self._ready, (-h.ready_priority, self._tick, h.key))
+        h.entry = self._tick
         h.scheduled = True
 
     def _pop_ready(self) -> Candidate | None:
         now = self.clock()
         while self._timers and self._timers[0][0] <= now:
-            _, _, key = heapq.heappop(self._timers)
+            _, tick, key = heapq.heappop(self._timers)
             h = self.hosts[key]
+            if tick != h.entry:
+                continue  # stale: the host was re-ranked
             h.scheduled = False
             self._schedule(h)
         while self._ready:
-            _, _, key = heapq.heappop(self._ready)
+            _, tick, key = heapq.heappop(self._ready)
             h = self.hosts[key]
+            if tick != h.entry:
+                continue  # stale: the host was re-ranked
             h.scheduled = False
             if not h.clock.can_start(now):
                 self._schedule(h)
@@ -231,7 +258,7 @@ class LocalFrontier:
         """Back into its host's window (it is still leased on disk), ahead of its peers."""
         h = self.hosts[host_key(candidate.url)]
         self._tick += 1
-        h.window.append((float("inf"), -self._tick, candidate))
+        insort(h.window, (float("inf"), -self._tick, candidate))  # FIFO among requeued ones
         self._queued += 1
         if not_before:
             h.clock.back_off(self.clock(), not_before)

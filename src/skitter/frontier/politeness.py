@@ -61,14 +61,17 @@ def parse_retry_after(value: str | None, now_epoch: float) -> float | None:
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # str.isdigit() alone also takes "²" and "١٢"
         return float(value)
+    from datetime import timezone
     from email.utils import parsedate_to_datetime
 
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a year past C int
         return None
     if when is None:
         return None
+    if when.tzinfo is None:  # the asctime form has no zone; every HTTP-date is GMT
+        when = when.replace(tzinfo=timezone.utc)
     return max(0.0, when.timestamp() - now_epoch)

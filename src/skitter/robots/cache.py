@@ -16,6 +16,8 @@ RFC 9309 2.4 recommends. Concurrent callers for one origin share a single fetch.
 
 from __future__ import annotations
 
+import functools
+
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
@@ -38,9 +40,20 @@ _PURGE_EVERY = 1024  # stores between two sweeps of expired entries
 def origin_of(url: str) -> Origin:
     """``(scheme, host, port)`` of an absolute URL, lower-cased, with the default port filled in.
 
-    Raises ValueError for a URL without scheme or host, or with a bad port.
+    Raises ValueError for a URL without scheme or host, or with a bad port. Called for every
+    discovered link, so the parse is memoised on the URL's ``scheme://authority`` prefix.
     """
-    parts = urlsplit(url.strip())
+    s = url.strip()
+    j = s.find("://")
+    if j > 0:
+        end = s.find("/", j + 3)
+        return _origin_of_prefix(s if end < 0 else s[:end])
+    return _origin_of_prefix(s)
+
+
+@functools.lru_cache(maxsize=65536)
+def _origin_of_prefix(url: str) -> Origin:
+    parts = urlsplit(url)
     scheme = parts.scheme.lower()
     host = parts.hostname or ""  # already lower-cased, IPv6 without brackets
     if not scheme or not host:

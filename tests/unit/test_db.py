@@ -1,0 +1,226 @@
+"""CrawlDB (skitter.store.db): opening, refusing bad crawl directories, meta, leases, counts."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from skitter.errors import CrawlDirError, UsageError
+from skitter.store.db import DB_NAME, SCHEMA_VERSION, CrawlDB, connect
+
+
+def add_url(db: CrawlDB, fp: int, state: int = 0, seq: int | None = None, host: str = "a.test") -> None:
+    db.conn.execute(
+        "INSERT INTO urls (fp, url, host, depth, priority, seq, state) VALUES (?, ?, ?, 0, 0, ?, ?)",
+        (fp, f"http://{host}/{fp}", host, fp if seq is None else seq, state))
+
+
+def test_new_directory_gets_a_database_with_the_schema(tmp_path):
+    db = CrawlDB(tmp_path)
+    assert (tmp_path / DB_NAME).is_file()
+    assert db.get_meta("schema_version") == SCHEMA_VERSION
+    tables = {r[0] for r in db.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"meta", "urls", "fetches", "pages", "links", "contents", "robots"} <= tables
+    assert db.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.counts() == {"queued": 0, "seen": 0, "fetched": 0, "max_order": 0, "max_seq": 0}
+    db.close()
+
+
+def test_reopening_keeps_the_data(tmp_path):
+    db = CrawlDB(tmp_path)
+    db.begin()
+    add_url(db, 1)
+    db.set_meta("state", "running")
+    db.commit()
+    db.close()
+    db = CrawlDB(tmp_path)
+    assert db.counts()["seen"] == 1
+    assert db.get_meta("state") == "running"
+    db.close()
+
+
+def test_a_missing_directory_is_a_crawl_dir_error(tmp_path):
+    with pytest.raises(CrawlDirError):
+        CrawlDB(tmp_path / "does" / "not" / "exist")
+
+
+def test_schema_version_mismatch(tmp_path):
+    db = CrawlDB(tmp_path)
+    db.set_meta("schema_version", SCHEMA_VERSION + 1)
+    db.close()
+    for readonly in (False, True):
+        with pytest.raises(CrawlDirError, match="schema"):
+            CrawlDB(tmp_path, readonly=readonly)
+    # refusing it did not rewrite the version
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION + 1)
+    conn.close()
+
+
+@pytest.mark.parametrize("content", [
+    b"this is not a database\n" * 40,
+    bytes(range(256)) * 20,
+    b"SQLite format 3\x00" + b"\xff" * 4000,   # the right magic, garbage after it
+    b"x" * 64,                              # short garbage
+])
+@pytest.mark.parametrize("readonly", [False, True])
+def test_a_garbage_crawl_db_is_a_crawl_dir_error(tmp_path, content, readonly):
+    (tmp_path / DB_NAME).write_bytes(content)
+    with pytest.raises(CrawlDirError) as info:
+        CrawlDB(tmp_path, readonly=readonly)
+    assert not isinstance(info.value, sqlite3.Error)
+    assert isinstance(info.value, UsageError)      # the CLI reports it in one line, exit status 2
+    assert str(tmp_path) in str(info.value)
+
+
+def test_a_corrupt_database_is_caught_by_the_integrity_check(tmp_path):
+    db = CrawlDB(tmp_path)
+    db.begin()
+    db.conn.executemany(
+        "INSERT INTO urls (fp, url, host, depth, priority, seq) VALUES (?, ?, 'a.test', 0, 0, ?)",
+        [(i, f"http://a.test/{'x' * 40}/{i}", i) for i in range(3000)])
+    db.commit()
+    db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    path = tmp_path / DB_NAME
+    data = bytearray(path.read_bytes())
+    page = 4096
+    for off in range(3 * page, len(data) - page, page):   # scribble over the b-tree pages
+        data[off + 100:off + 400] = b"\xff" * 300
+    path.write_bytes(bytes(data))
+    with pytest.raises(CrawlDirError, match="corrupt|malformed"):
+        CrawlDB(tmp_path)
+
+
+def test_readonly_open_of_a_missing_directory(tmp_path):
+    with pytest.raises(CrawlDirError, match="not a crawl directory"):
+        CrawlDB(tmp_path / "nope", readonly=True)
+    assert not (tmp_path / "nope").exists()      # and nothing was created
+
+
+def test_readonly_open_of_an_empty_directory(tmp_path):
+    with pytest.raises(CrawlDirError):
+        CrawlDB(tmp_path, readonly=True)
+    assert not (tmp_path / DB_NAME).exists()
+
+
+def test_readonly_open_of_an_uninitialised_database(tmp_path):
+    (tmp_path / DB_NAME).write_bytes(b"")       # an empty file is an empty SQLite database: no meta table
+    with pytest.raises(CrawlDirError):
+        CrawlDB(tmp_path, readonly=True)
+
+
+def test_readonly_handle_reads_but_cannot_write(tmp_path):
+    db = CrawlDB(tmp_path)
+    db.begin()
+    add_url(db, 7)
+    db.commit()
+    reader = CrawlDB(tmp_path, readonly=True)
+    assert reader.counts()["seen"] == 1
+    with pytest.raises(sqlite3.OperationalError):
+        reader.conn.execute("DELETE FROM urls")
+    reader.close()
+    db.close()
+
+
+def test_connect_error_is_a_crawl_dir_error(tmp_path):
+    with pytest.raises(CrawlDirError):
+        connect(tmp_path / "missing" / DB_NAME)
+
+
+# -- meta ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", [
+    "running", 42, 1.5, True, None, [1, "two", None], {"seeds": ["http://a.test/"], "nested": {"k": [1, 2]}},
+    "unicode \u00e9\u4e2d\U0001F600",
+])
+def test_meta_round_trip(tmp_path, value):
+    db = CrawlDB(tmp_path)
+    db.set_meta("k", value)
+    assert db.get_meta("k", default="absent") == value
+    db.close()
+    db = CrawlDB(tmp_path, readonly=True)
+    assert db.get_meta("k", default="absent") == value
+    db.close()
+
+
+def test_meta_default_and_overwrite(tmp_path):
+    db = CrawlDB(tmp_path)
+    assert db.get_meta("missing") is None
+    assert db.get_meta("missing", default={"d": 1}) == {"d": 1}
+    db.set_meta("k", [1])
+    db.set_meta("k", {"now": "a dict"})
+    assert db.get_meta("k") == {"now": "a dict"}
+    assert db.conn.execute("SELECT count(*) FROM meta WHERE key = 'k'").fetchone()[0] == 1
+    db.close()
+
+
+def test_meta_tuples_come_back_as_lists(tmp_path):
+    """JSON: what loop.py relies on when it reads back the WARC commit point."""
+    db = CrawlDB(tmp_path)
+    db.set_meta("warc_commit", ("skitter-00000.warc.gz", 1234))
+    assert db.get_meta("warc_commit") == ["skitter-00000.warc.gz", 1234]
+    db.close()
+
+
+# -- transactions, leases, counts -------------------------------------------------------------
+
+def test_uncommitted_writes_are_lost_and_committed_ones_kept(tmp_path):
+    db = CrawlDB(tmp_path)
+    db.begin()
+    add_url(db, 1)
+    db.commit()
+    db.ensure_tx()
+    assert db.in_transaction()
+    db.ensure_tx()                      # idempotent inside a transaction
+    add_url(db, 2)
+    db.conn.close()                     # a crash: no commit
+    db = CrawlDB(tmp_path)
+    assert [r[0] for r in db.conn.execute("SELECT fp FROM urls")] == [1]
+    db.close()
+
+
+def test_close_commits(tmp_path):
+    db = CrawlDB(tmp_path)
+    db.begin()
+    add_url(db, 1)
+    db.close()
+    db = CrawlDB(tmp_path)
+    assert db.counts()["seen"] == 1
+    db.close()
+
+
+def test_release_leases(tmp_path):
+    db = CrawlDB(tmp_path)
+    db.begin()
+    for fp, state in [(1, 0), (2, 1), (3, 1), (4, 2), (5, 1)]:
+        add_url(db, fp, state)
+    assert db.release_leases() == 3
+    states = dict(db.conn.execute("SELECT fp, state FROM urls").fetchall())
+    assert states == {1: 0, 2: 0, 3: 0, 4: 2, 5: 0}
+    assert db.release_leases() == 0
+    db.commit()
+    db.close()
+
+
+def test_counts(tmp_path):
+    db = CrawlDB(tmp_path)
+    db.begin()
+    for fp, state, seq in [(1, 0, 10), (2, 1, 3), (3, 2, 7), (4, 2, 12)]:
+        add_url(db, fp, state, seq)
+    db.conn.executemany("INSERT INTO fetches (fp, url, fetch_order) VALUES (?, ?, ?)",
+                        [(3, "http://a.test/3", 1), (4, "http://a.test/4", 2)])
+    # a URL decided without a request (robots): a record with no fetch order
+    db.conn.execute("INSERT INTO fetches (fp, url, fetch_order) VALUES (5, 'http://a.test/5', NULL)")
+    db.commit()
+    assert db.counts() == {"queued": 2, "seen": 4, "fetched": 2, "max_order": 2, "max_seq": 12}
+    db.close()
+
+
+def test_query_rows_by_name(tmp_path):
+    db = CrawlDB(tmp_path)
+    add_url(db, 9)
+    row = next(iter(db.query("SELECT fp, url FROM urls WHERE fp = ?", (9,))))
+    assert row["fp"] == 9 and row["url"] == "http://a.test/9"
+    db.close()

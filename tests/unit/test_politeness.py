@@ -1,0 +1,185 @@
+"""HostClock and parse_retry_after (skitter.frontier.politeness): pure, no clock but the numbers given."""
+
+from __future__ import annotations
+
+import calendar
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skitter.frontier.politeness import HostClock, Politeness, parse_retry_after
+
+NOW = 1_000_000.0
+
+
+def clock(**policy) -> HostClock:
+    return HostClock(Politeness(**policy))
+
+
+# -- the gap --------------------------------------------------------------------------------------
+
+def test_gap_is_the_plain_delay_by_default():
+    c = clock(delay=1.5, adaptive=10.0)
+    assert c.gap() == 1.5
+
+
+def test_gap_takes_the_crawl_delay_when_longer():
+    c = clock(delay=1.0)
+    c.crawl_delay = 4.0
+    assert c.gap() == 4.0
+    c.crawl_delay = 0.5      # shorter than our own delay: ours wins
+    assert c.gap() == 1.0
+
+
+def test_gap_caps_the_crawl_delay():
+    c = clock(delay=1.0, max_crawl_delay=60.0)
+    c.crawl_delay = 86400.0
+    assert c.gap() == 60.0
+
+
+def test_gap_adaptive_multiple_of_the_last_response_time():
+    c = clock(delay=1.0, adaptive=10.0)
+    c.last_elapsed = 0.35
+    assert c.gap() == pytest.approx(3.5)
+    c.crawl_delay = 5.0
+    assert c.gap() == 5.0
+    c.last_elapsed = 0.8
+    assert c.gap() == pytest.approx(8.0)
+
+
+def test_adaptive_zero_turns_it_off():
+    c = clock(delay=1.0, adaptive=0.0)
+    c.last_elapsed = 30.0
+    assert c.gap() == 1.0
+
+
+@settings(max_examples=200, derandomize=True)
+@given(delay=st.floats(0, 100), crawl=st.floats(0, 1e6), cap=st.floats(0, 1000), adaptive=st.floats(0, 50),
+       elapsed=st.floats(0, 100))
+def test_gap_formula(delay, crawl, cap, adaptive, elapsed):
+    c = clock(delay=delay, adaptive=adaptive, max_crawl_delay=cap)
+    c.crawl_delay = crawl
+    c.last_elapsed = elapsed
+    assert c.gap() == max(delay, min(crawl, cap), adaptive * elapsed)
+
+
+# -- the clock through a request ---------------------------------------------------------------
+
+def test_start_finish_and_the_next_time():
+    c = clock(delay=2.0, per_host=1, adaptive=10.0)
+    assert c.can_start(NOW)
+    c.started(NOW)
+    assert c.active == 1
+    assert c.next_time == NOW + 2.0
+    assert not c.can_start(NOW + 100)          # per_host=1: busy until finished
+    c.finished(NOW + 0.5, elapsed=0.5)         # adaptive: 10 x 0.5 s = 5 s from the end
+    assert c.active == 0 and c.last_elapsed == 0.5
+    assert c.next_time == NOW + 0.5 + 5.0
+    assert not c.can_start(NOW + 5.49)
+    assert c.can_start(NOW + 5.5)
+
+
+def test_finished_without_elapsed_keeps_the_last_one():
+    c = clock(delay=1.0, adaptive=10.0)
+    c.started(NOW)
+    c.finished(NOW + 1, elapsed=0.3)
+    c.started(NOW + 10)
+    c.finished(NOW + 10, elapsed=None)         # e.g. a robots.txt wait: no response time
+    assert c.last_elapsed == 0.3
+    assert c.next_time == pytest.approx(NOW + 13.0)
+
+
+def test_next_time_never_moves_back():
+    c = clock(delay=1.0)
+    c.back_off(NOW, 100.0)
+    c.started(NOW)
+    c.finished(NOW + 1, elapsed=0.0)
+    assert c.next_time == NOW + 100.0
+
+
+def test_per_host_two():
+    c = clock(delay=0.0, per_host=2, adaptive=0.0)
+    c.started(NOW)
+    assert c.can_start(NOW)
+    c.started(NOW)
+    assert not c.can_start(NOW)
+    c.finished(NOW, elapsed=0.1)
+    assert c.can_start(NOW)
+
+
+def test_back_off_is_capped():
+    c = clock(max_retry_after=600.0)
+    c.back_off(NOW, 30.0)
+    assert c.next_time == NOW + 30.0
+    c.back_off(NOW, 1e12)
+    assert c.next_time == NOW + 600.0
+    c.back_off(NOW, 5.0)                       # a shorter wait does not shorten a longer one
+    assert c.next_time == NOW + 600.0
+
+
+# -- Retry-After -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, expected", [
+    ("120", 120.0), ("0", 0.0), (" 7 ", 7.0), ("007", 7.0),
+])
+def test_retry_after_seconds(value, expected):
+    assert parse_retry_after(value, NOW) == expected
+
+
+def _epoch(y, mo, d, h, mi, s) -> float:
+    return float(calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)))
+
+
+@pytest.mark.parametrize("value", [
+    "Sun, 06 Nov 1994 08:49:37 GMT",   # IMF-fixdate
+    "Sunday, 06-Nov-94 08:49:37 GMT",  # obsolete RFC 850
+    "Sun Nov  6 08:49:37 1994",        # obsolete asctime (RFC 9110 5.6.7: MUST be accepted; it is GMT)
+])
+def test_retry_after_http_date(value):
+    when = _epoch(1994, 11, 6, 8, 49, 37)
+    assert parse_retry_after(value, when - 120) == pytest.approx(120.0)
+
+
+def test_retry_after_date_in_the_past_is_zero():
+    when = _epoch(1994, 11, 6, 8, 49, 37)
+    assert parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", when + 3600) == 0.0
+
+
+@pytest.fixture
+def far_from_utc(monkeypatch):
+    """A local time zone 5 hours east of UTC (POSIX TZ string: no tzdata needed)."""
+    monkeypatch.setenv("TZ", "XYZ-05")
+    time.tzset()
+    assert time.timezone == -5 * 3600
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.parametrize("value", [
+    "Sun, 06 Nov 1994 08:49:37 GMT",
+    "Sun Nov  6 08:49:37 1994",
+])
+def test_retry_after_http_date_is_utc_whatever_the_local_zone(far_from_utc, value):
+    when = _epoch(1994, 11, 6, 8, 49, 37)
+    assert parse_retry_after(value, when - 60) == pytest.approx(60.0)
+
+
+@pytest.mark.parametrize("value", [
+    None, "", "   ", "soon", "-5", "1.5", "12abc", "Sun, 99 Foo 1994 08:49:37 GMT",
+    "\xb2",          # a superscript two: str.isdigit() says yes, float() says no (latin-1 header byte)
+    "1\xb2",
+    "\u0661\u0662",  # Arabic-Indic digits: not the DIGIT of RFC 9110 delta-seconds
+    "Sun, 06 Nov 99999999999 08:49:37 GMT",  # a year that overflows the C int of datetime
+])
+def test_retry_after_garbage_is_none(value):
+    assert parse_retry_after(value, NOW) is None
+
+
+@settings(max_examples=300, derandomize=True)
+@given(st.text(max_size=40))
+def test_retry_after_never_raises(value):
+    result = parse_retry_after(value, NOW)
+    assert result is None or result >= 0.0
