@@ -53,6 +53,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_url_length", 2048, "longer URLs are dropped", int),
     Setting("max_repeated_segments", 3, "URLs whose path repeats one segment more often are dropped", int),
     Setting("robots_expiry", 86400.0, "seconds a cached robots.txt stays valid (RFC 9309: at most 24 h)", float),
+    Setting("workers", -1, "worker processes for parsing, hashing and WARC compression (-1: one per spare "
+            "core, at most 4; 0: all in the crawl process)", int),
     Setting("obey_robots", True, "obey robots.txt (the benchmark and the demo keep this on)", bool),
 )
 
@@ -84,10 +86,18 @@ class CrawlConfig:
     max_url_length: int = 2048
     max_repeated_segments: int = 3
     robots_expiry: float = 86400.0
+    workers: int = -1
     obey_robots: bool = True
     # Not user settings: how the crawl was started.
     seeds: tuple[str, ...] = field(default=())
     resolve: tuple[tuple[str, str], ...] = field(default=())  # host -> IP overrides (curl --resolve)
+
+    def worker_count(self) -> int:
+        if self.workers >= 0:
+            return self.workers
+        import os
+
+        return max(0, min(4, (os.cpu_count() or 1) - 1))
 
     def with_(self, **changes: Any) -> "CrawlConfig":
         return replace(self, **changes)

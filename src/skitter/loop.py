@@ -21,15 +21,15 @@ are fetched again (they were "in flight"), and the WARC tail past the commit poi
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import signal
 import time
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
-
-import xxhash
 
 from .config import CrawlConfig
 from .errors import BadSeedError, CrawlDirError
@@ -39,15 +39,14 @@ from .frontier.politeness import Politeness, parse_retry_after
 from .linkfilter import LinkFilter
 from .models import Candidate, FetchResult, Page
 from .netguard import allowed_classes
-from .parse import parse_html
+from .analyse import Analysis, analyse, worker_init
 from .robots.cache import RobotsCache
-from .robots.rules import RobotsRules
+from .robots.rules import product_token
 from .store.db import CrawlDB
 from .store.warc import WarcWriter
 from .strategies import ParentContext, make_scorer
 from .urls import URLError, canonicalize, fingerprint, host_key, resolve
 
-HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 
 
@@ -137,6 +136,7 @@ class Crawler:
         self.filter = LinkFilter(c, seeds, admitted)
         self.scorer = make_scorer(c.strategy)
         self.fetched_total = counts["fetched"]
+        self.robots_token = product_token(c.user_agent)
         self.frontier.gate = self._gate
 
     # -- the loop --------------------------------------------------------------------------
@@ -144,6 +144,9 @@ class Crawler:
         self._open()
         c = self.config
         allowed = allowed_classes(list(c.seeds), c.allow_private, resolved=dict(c.resolve))
+        n = c.worker_count()
+        self.pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("forkserver"),
+                                        initializer=worker_init) if n else None
         try:
             async with Fetcher(c, allowed=allowed, resolver_overrides=dict(c.resolve)) as fetcher:
                 self.fetcher = fetcher
@@ -173,6 +176,8 @@ class Crawler:
                             raise r
         finally:
             self._remove_signals()
+            if self.pool is not None:
+                self.pool.shutdown(wait=True, cancel_futures=True)
             self._finish()
         return self.stats
 
@@ -224,7 +229,12 @@ class Crawler:
                 return
             result = await self.fetcher.get(cand.url)
             elapsed = result.elapsed
-            retry_after = self._handle(cand, result)
+            retry_after = self._retry(cand, result)
+            if retry_after is None:
+                analysis = await self._analyse(result, cand.url)
+                self._handle(cand, result, analysis)
+            elif retry_after < 0:
+                retry_after = None
         finally:
             self.frontier.done(cand, elapsed=elapsed, retry_after=retry_after)
 
@@ -245,20 +255,31 @@ class Crawler:
         return min(60.0, 1.0 * (2 ** attempts))
 
     # -- outcomes --------------------------------------------------------------------------
-    def _handle(self, cand: Candidate, result: FetchResult) -> float | None:
-        """Store the outcome of one fetch; returns a Retry-After for the host, if any."""
-        c = self.config
+    def _retry(self, cand: Candidate, result: FetchResult) -> float | None:
+        """Requeue a retryable failure (timeouts, refused, 5xx, 429) while retries are left.
+        None: not retried, store it. Else the host's Retry-After in seconds (-1 if none)."""
         status = result.status
+        retryable = result.retryable if result.error else (status is not None and (status >= 500 or status == 429))
+        if not retryable or cand.attempts >= self.config.retries:
+            return None
         retry_after = None
         if status in (429, 503):
             retry_after = parse_retry_after(result.header("retry-after"), time.time())
-        retryable = result.retryable if result.error else (status is not None and (status >= 500 or status == 429))
-        if retryable and cand.attempts < c.retries:
-            self.stats.retries += 1
-            wait = max(retry_after or 0.0, self._backoff(cand.attempts))
-            self.frontier.requeue(Candidate(**{**_fields(cand), "attempts": cand.attempts + 1}), not_before=wait)
-            return retry_after
-        location = self.warc.write(result, target_uri=cand.url) if status is not None else None
+        self.stats.retries += 1
+        wait = max(retry_after or 0.0, self._backoff(cand.attempts))
+        self.frontier.requeue(Candidate(**{**_fields(cand), "attempts": cand.attempts + 1}), not_before=wait)
+        return retry_after if retry_after is not None else -1.0
+
+    async def _analyse(self, result: FetchResult, url: str) -> Analysis:
+        if self.pool is None:
+            return analyse(result, url, self.robots_token)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.pool, analyse, result, url, self.robots_token)
+
+    def _handle(self, cand: Candidate, result: FetchResult, analysis: Analysis) -> None:
+        """Store the outcome of one fetch (sync: one page's writes never straddle a commit)."""
+        status = result.status
+        location = self.warc.write_encoded(analysis.warc) if analysis.warc is not None else None
         self.stats.bytes += len(result.raw_body)
         record = {
             "url": cand.url, "final_url": cand.url, "status": status, "error": result.error,
@@ -272,9 +293,8 @@ class Crawler:
         if status is not None and status in REDIRECT_CODES and result.header("location"):
             self._redirect(cand, result, record)
         elif status is not None and 200 <= status < 300:
-            page = self._content(cand, result, record)
+            page = self._content(cand, analysis, record)
         self._store(cand, record, page)
-        return retry_after
 
     def _redirect(self, cand: Candidate, result: FetchResult, record: dict) -> None:
         target = resolve(cand.url, result.header("location") or "")
@@ -295,9 +315,8 @@ class Crawler:
         self._enqueue([Candidate(url=target, depth=cand.depth, parent=cand.url, priority=cand.priority,
                                  redirects=cand.redirects + 1)])
 
-    def _content(self, cand: Candidate, result: FetchResult, record: dict) -> Page | None:
-        body = result.body
-        digest = xxhash.xxh3_128_hexdigest(body)
+    def _content(self, cand: Candidate, analysis: Analysis, record: dict) -> Page | None:
+        digest = analysis.content_hash
         record["content_hash"] = digest
         conn = self.db.conn
         if conn.execute("INSERT OR IGNORE INTO contents (hash, url) VALUES (?, ?)", (digest, cand.url)).rowcount == 0:
@@ -305,11 +324,9 @@ class Crawler:
             record["duplicate_of"] = original
             self.stats.duplicates += 1
             return None
-        if result.content_type not in HTML_TYPES and not (result.content_type is None and body[:512].lstrip()[:1] == b"<"):
+        page = analysis.page
+        if page is None:
             return None  # non-HTML is recorded (and archived) but not parsed
-        page = parse_html(body, cand.url, result.header("content-type"),
-                          x_robots_tag=result.header("x-robots-tag"),
-                          user_agent_token=self.robots_token)
         self.stats.pages += 1
         record.update(title=page.title, outlinks=page.outlinks, canonical=page.canonical,
                       noindex=int(page.noindex), nofollow=int(page.nofollow))
@@ -328,11 +345,6 @@ class Crawler:
         self._enqueue(follow)
         return page
 
-    @property
-    def robots_token(self) -> str:
-        from .robots.rules import product_token
-
-        return product_token(self.config.user_agent)
 
     def _enqueue(self, cands: list[Candidate]) -> None:
         if not cands:

@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import os
 import re
 import time
@@ -88,7 +89,7 @@ __all__ = [
     "export_warc",
 ]
 
-COMPRESSION_LEVEL = 6
+COMPRESSION_LEVEL = 1  # 3x faster than 6 on HTML for ~12% larger files (docs/benchmarks.md)
 _GZIP_BUFFER = 1 << 16
 _COPY_CHUNK = 1 << 20
 _CONFORMS_TO = "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
@@ -235,6 +236,43 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def encode_pair(result: FetchResult, *, target_uri: str | None = None) -> bytes | None:
+    """The request and response records of ``result`` as two gzip members, ready to append.
+
+    Pure (no file I/O), so the crawl can run it in a worker process: compression is the costly
+    part of archiving. None for a failed fetch (``status`` None)."""
+    if result.status is None:
+        return None
+    uri = _clean(target_uri or result.url)
+    date = _warc_date(result.started)
+    raw = result.raw_body
+
+    req = WarcRecord()
+    req.init_headers(WarcRecordType.request)
+    resp = WarcRecord()
+    resp.init_headers(WarcRecordType.response)
+    for rec in (req, resp):
+        rec.headers["WARC-Date"] = date
+        rec.headers["WARC-Target-URI"] = uri
+        if result.ip:
+            rec.headers["WARC-IP-Address"] = _clean(result.ip)
+    req.headers["WARC-Concurrent-To"] = resp.record_id
+    resp.headers["WARC-Concurrent-To"] = req.record_id
+    req.set_bytes_content(_request_block(result))
+    resp.set_bytes_content(_response_block_head(result) + raw)
+    req.is_http = True
+    resp.is_http = True
+    payload_digest = hashlib.sha1(raw).digest()
+
+    buf = io.BytesIO()
+    gz = GzipWriter(buf, compression_level=COMPRESSION_LEVEL, buffer_size=_GZIP_BUFFER)
+    req.write(gz, checksum_data=True)
+    gz.finish()
+    resp.write(gz, checksum_data=True, payload_digest=payload_digest)
+    gz.finish()
+    return buf.getvalue()
+
+
 # ---------------------------------------------------------------------------------------- writer
 
 
@@ -337,8 +375,11 @@ class WarcWriter:
         Returns where the pair is (offset of the request record, length of both records), or
         None for a failed fetch (``status`` None), for which nothing is written.
         """
-        if result.status is None:
-            return None
+        data = encode_pair(result, target_uri=target_uri)
+        return None if data is None else self.write_encoded(data)
+
+    def write_encoded(self, data: bytes) -> WarcLocation:
+        """Append a pair already encoded by :func:`encode_pair` (e.g. in a worker process)."""
         if self._closed:
             raise ValueError("write to a closed WarcWriter")
         if self._f is None:
@@ -346,39 +387,13 @@ class WarcWriter:
         elif self._pairs and self._offset >= self.max_file_bytes:
             self._close_file()
             self._open_new()
-
-        uri = _clean(target_uri or result.url)
-        date = _warc_date(result.started)
-        raw = result.raw_body
-
-        req = WarcRecord()
-        req.init_headers(WarcRecordType.request)
-        resp = WarcRecord()
-        resp.init_headers(WarcRecordType.response)
-        for rec in (req, resp):
-            rec.headers["WARC-Date"] = date
-            rec.headers["WARC-Target-URI"] = uri
-            if result.ip:
-                rec.headers["WARC-IP-Address"] = _clean(result.ip)
-        req.headers["WARC-Concurrent-To"] = resp.record_id
-        resp.headers["WARC-Concurrent-To"] = req.record_id
-        req.set_bytes_content(_request_block(result))
-        resp.set_bytes_content(_response_block_head(result) + raw)
-        req.is_http = True
-        resp.is_http = True
-        payload_digest = hashlib.sha1(raw).digest()
-
         start = self._offset
-        f, gz = self._f, self._gz
         try:
-            req.write(gz, checksum_data=True)
-            gz.finish()
-            resp.write(gz, checksum_data=True, payload_digest=payload_digest)
-            gz.finish()
-            end = f.tell()
+            self._f.write(data)
         except BaseException:
             self._abandon(start)
             raise
+        end = start + len(data)
         self._offset = end
         self._pairs += 1
         return WarcLocation(self._name, start, end - start)

@@ -1,0 +1,53 @@
+"""The CPU-heavy part of handling one response, as one pure function a worker process can run.
+
+``analyse`` turns a FetchResult into what the crawl loop stores: the WARC record pair (gzip-
+compressed), the content hash and, for HTML, the parsed Page. It does no I/O and touches no
+shared state, so the loop runs it in a process pool (``--workers``) and keeps its own event
+loop for fetching, the frontier and the database: on two cores that is what lets skitter use
+both (docs/benchmarks.md has the profile).
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass
+
+import xxhash
+
+from .models import FetchResult, Page
+from .parse import parse_html
+from .store.warc import encode_pair
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+@dataclass(slots=True)
+class Analysis:
+    warc: bytes | None            # the request + response records, ready to append
+    content_hash: str | None      # xxh3-128 of the decoded body (2xx only)
+    page: Page | None             # parsed HTML (2xx HTML only)
+
+
+def is_html(result: FetchResult) -> bool:
+    ctype = result.content_type
+    if ctype in HTML_TYPES:
+        return True
+    return ctype is None and result.body[:512].lstrip()[:1] == b"<"
+
+
+def analyse(result: FetchResult, target_uri: str, ua_token: str) -> Analysis:
+    warc = encode_pair(result, target_uri=target_uri)
+    status = result.status
+    if status is None or not 200 <= status < 300:
+        return Analysis(warc, None, None)
+    digest = xxhash.xxh3_128_hexdigest(result.body)
+    page = None
+    if is_html(result):
+        page = parse_html(result.body, target_uri, result.header("content-type"),
+                          x_robots_tag=result.header("x-robots-tag"), user_agent_token=ua_token)
+    return Analysis(warc, digest, page)
+
+
+def worker_init() -> None:
+    """Workers leave Ctrl-C to the crawl process, which stops them cleanly."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
