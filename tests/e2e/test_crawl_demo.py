@@ -115,3 +115,32 @@ def test_records_follow_the_contract(polite_crawl):
         assert r["duplicate_of"] in group and r["url"] in group
     redirects = [r for r in records if r["status"] in (301, 302)]
     assert redirects and all(r["final_url"] != r["url"] for r in redirects)
+
+
+def test_export_csv_and_warc(polite_crawl, tmp_path):
+    import csv
+
+    import warcio.archiveiterator
+
+    _, _, records, crawl_dir = polite_crawl
+    out = skitter("export", str(crawl_dir), "--format", "csv", "-o", str(tmp_path / "c.csv"))
+    assert out.returncode == 0, out.stderr
+    with open(tmp_path / "c.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["url"] for r in rows] == [r["url"] for r in records]
+    out = skitter("export", str(crawl_dir), "--format", "warc", "-o", str(tmp_path / "c.warc.gz"))
+    assert out.returncode == 0, out.stderr
+    responses = {}
+    with open(tmp_path / "c.warc.gz", "rb") as fh:
+        for rec in warcio.archiveiterator.ArchiveIterator(fh):
+            if rec.rec_type == "response":
+                responses[rec.rec_headers.get_header("WARC-Target-URI")] = rec.http_headers.get_statuscode()
+    with_status = {r["url"]: str(r["status"]) for r in records if r["status"] is not None}
+    assert responses == with_status
+
+
+def test_demo_command(tmp_path):
+    res = skitter("demo", "--pages", "300", "--hosts", "3", "-o", str(tmp_path / "d"), timeout=180)
+    assert res.returncode == 0, res.stderr
+    assert "URLs fetched" in res.stdout and "finished" in res.stdout
+    assert (tmp_path / "d" / "crawl.db").exists()
