@@ -9,7 +9,10 @@ both (docs/benchmarks.md has the profile).
 
 from __future__ import annotations
 
+import os
 import signal
+import threading
+import time
 from dataclasses import dataclass
 
 import xxhash
@@ -48,6 +51,15 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str) -> Analysis:
     return Analysis(warc, digest, page)
 
 
-def worker_init() -> None:
-    """Workers leave Ctrl-C to the crawl process, which stops them cleanly."""
+def worker_init(crawler_pid: int) -> None:
+    """Workers leave Ctrl-C to the crawl process, which stops them cleanly, and end themselves
+    if the crawl process dies (kill -9 leaves no orphan behind)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != crawler_pid:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="skitter-parent-watch", daemon=True).start()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import signal
 import time
 from collections import Counter
@@ -145,8 +146,9 @@ class Crawler:
         c = self.config
         allowed = allowed_classes(list(c.seeds), c.allow_private, resolved=dict(c.resolve))
         n = c.worker_count()
-        self.pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("forkserver"),
-                                        initializer=worker_init) if n else None
+        # spawn (not fork: the loop has threads) and a parent watch: no orphan survives a kill -9
+        self.pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=worker_init, initargs=(os.getpid(),)) if n else None
         try:
             async with Fetcher(c, allowed=allowed, resolver_overrides=dict(c.resolve)) as fetcher:
                 self.fetcher = fetcher

@@ -29,6 +29,24 @@ def crawl_cmd(seeds, directory: Path) -> list[str]:
             "--quiet"]
 
 
+def _children(pid: int) -> set[int]:
+    out: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out.update(int(c) for c in (task / "children").read_text().split())
+        except OSError:
+            pass
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 def records(directory: Path) -> list[dict]:
     out = subprocess.run([sys.executable, "-m", "skitter", "export", str(directory), "--format", "jsonl"],
                          capture_output=True, text=True, timeout=60, check=True)
@@ -51,6 +69,7 @@ def test_kill_9_resume_equals_uninterrupted(tmp_path):
         log.write_text("")
         crash_dir = tmp_path / "crashed"
         kills: list[float] = []
+        orphans: set[int] = set()
         for _ in range(4):
             proc = subprocess.Popen(crawl_cmd(seeds, crash_dir), stdout=subprocess.DEVNULL,
                                     stderr=subprocess.PIPE)
@@ -58,13 +77,21 @@ def test_kill_9_resume_equals_uninterrupted(tmp_path):
             if proc.poll() is not None:
                 break
             kills.append(time.time())
+            children = _children(proc.pid)
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
+            orphans.update(children)
         final = subprocess.run(crawl_cmd(seeds, crash_dir), capture_output=True, text=True, timeout=180)
         assert final.returncode == 0, final.stderr
         assert len(kills) >= 2, "the crawl finished before it could be killed twice: make the web bigger"
 
         resumed = records(crash_dir)
+    # The worker processes of a killed crawl end themselves (no orphan survives a kill -9).
+    assert orphans, "the crawl had worker processes"
+    deadline = time.time() + 5
+    while time.time() < deadline and any(_alive(p) for p in orphans):
+        time.sleep(0.1)
+    assert not [p for p in orphans if _alive(p)]
     # Same pages, same outcomes (which copy of a duplicate pair is the original may differ).
     assert outcome(resumed).keys() == outcome(reference).keys()
     ref, got = outcome(reference), outcome(resumed)
