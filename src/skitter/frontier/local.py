@@ -49,11 +49,15 @@ class _Host:
 class LocalFrontier:
     """Implements :class:`skitter.frontier.base.Frontier` on a :class:`CrawlDB`."""
 
-    def __init__(self, db: CrawlDB, policy: Politeness, *, window: int = 32,
+    def __init__(self, db: CrawlDB, policy: Politeness, *, window: int = 32, memory_cap: int = 50_000,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.db = db
         self.policy = policy
         self.window = window
+        # All windows together hold at most this many candidates (the rest wait on disk), so a
+        # broad crawl over many hosts keeps flat memory too.
+        self.memory_cap = memory_cap
+        self._mem = 0
         self.clock = clock
         self.hosts: dict[str, _Host] = {}
         self._ready: list[tuple[float, int, str]] = []   # (-best priority, tiebreak, host)
@@ -117,7 +121,8 @@ class LocalFrontier:
             self._queued += 1
             if in_memory:
                 insort(h.window, (cand.priority, -self.seq, cand))
-                if len(h.window) > self.window:
+                self._mem += 1
+                if len(h.window) > self.window or self._mem > self.memory_cap:
                     self._evict(h)
                 if h.scheduled and h.ready_priority is not None and cand.priority > h.ready_priority:
                     h.scheduled = False  # a better head: re-rank the host (its old entry goes stale)
@@ -148,13 +153,14 @@ class LocalFrontier:
         return cur.rowcount == 1
 
     def _fits(self, h: _Host, priority: float, seq: int) -> bool:
-        if not h.backlog and len(h.window) < self.window:
+        if not h.backlog and len(h.window) < self.window and self._mem < self.memory_cap:
             return True
         return bool(h.window) and (priority, -seq) > h.window[0][:2]
 
     def _evict(self, h: _Host) -> None:
         """The window is over its size: its worst candidate goes back to disk."""
         _, _, worst = h.window.pop(0)
+        self._mem -= 1
         self.db.conn.execute("UPDATE urls SET state = 0 WHERE fp = ?", (fingerprint(worst.url),))
         h.backlog += 1
 
@@ -165,7 +171,7 @@ class LocalFrontier:
         rows = self.db.conn.execute(
             "SELECT fp, url, depth, parent, priority, seq, redirects, attempts FROM urls"
             " WHERE host = ? AND state = 0 ORDER BY priority DESC, seq LIMIT ?",
-            (h.key, self.window - len(h.window))).fetchall()
+            (h.key, min(self.window - len(h.window), max(1, self.memory_cap - self._mem)))).fetchall()
         if not rows:
             h.backlog = 0
             return
@@ -175,6 +181,7 @@ class LocalFrontier:
             cand = Candidate(url=url, depth=depth, parent=parent, priority=priority,
                              redirects=redirects, attempts=attempts)
             insort(h.window, (priority, -seq, cand))
+        self._mem += len(rows)
 
     def _schedule(self, h: _Host) -> None:
         if h.scheduled or self._stopped or h.clock.active >= self.policy.per_host or not h.has_work():
@@ -214,6 +221,7 @@ class LocalFrontier:
             if not h.window:
                 continue
             _, _, cand = h.window.pop()
+            self._mem -= 1
             self._queued -= 1
             if self.gate is not None and not self.gate(cand):
                 # Decided without a request (e.g. robots.txt disallows it): no politeness slot used.
@@ -259,6 +267,7 @@ class LocalFrontier:
         h = self.hosts[host_key(candidate.url)]
         self._tick += 1
         insort(h.window, (float("inf"), -self._tick, candidate))  # FIFO among requeued ones
+        self._mem += 1
         self._queued += 1
         if not_before:
             h.clock.back_off(self.clock(), not_before)
