@@ -167,11 +167,16 @@ class LocalFrontier:
     def _refill(self, h: _Host) -> None:
         if not h.backlog or len(h.window) >= max(1, self.window // 2):
             return
+        room = min(self.window - len(h.window), self.memory_cap - self._mem)
+        if room <= 0:
+            if h.window:
+                return  # over the memory cap: this host works from what it holds
+            room = 1    # a ready host needs at least its best URL in memory
         self.db.ensure_tx()
         rows = self.db.conn.execute(
             "SELECT fp, url, depth, parent, priority, seq, redirects, attempts FROM urls"
             " WHERE host = ? AND state = 0 ORDER BY priority DESC, seq LIMIT ?",
-            (h.key, min(self.window - len(h.window), max(1, self.memory_cap - self._mem)))).fetchall()
+            (h.key, room)).fetchall()
         if not rows:
             h.backlog = 0
             return
