@@ -65,8 +65,8 @@ class LocalFrontier:
         self._tick = 0
         # A bounded memory of recently seen fingerprints in front of the database's exact set:
         # most links of a page (navigation) were seen moments ago. Two generations of at most
-        # ``recent_size`` each (~50 bytes an entry), so memory stays flat on long crawls.
-        self.recent_size = 200_000
+        # ``recent_size`` each (~60 bytes an entry), so memory stays flat on long crawls.
+        self.recent_size = 100_000
         self._recent: set[int] = set()
         self._recent_old: set[int] = set()
         self._wake = asyncio.Event()
