@@ -84,3 +84,28 @@ class StaticSite:
     def __exit__(self, *exc) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+
+
+def stored_records(directory: Path) -> int:
+    """Fetch records a crawl has committed so far (0 if its database is not there yet)."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"file:{Path(directory) / 'crawl.db'}?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT count(*) FROM fetches").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+
+
+def wait_for_progress(directory: Path, proc, pages: int = 30, timeout: float = 60) -> None:
+    """Until the crawl in ``directory`` has stored ``pages`` more records (or has ended), so a test
+    interrupts it mid-crawl whatever the machine's load."""
+    deadline = time.time() + timeout
+    first = stored_records(directory)
+    while time.time() < deadline and proc.poll() is None:
+        if stored_records(directory) >= first + pages:
+            return
+        time.sleep(0.1)

@@ -231,12 +231,11 @@ class Crawler:
                 return
             result = await self.fetcher.get(cand.url)
             elapsed = result.elapsed
-            retry_after = self._retry(cand, result)
-            if retry_after is None:
+            if result.status in (429, 503):  # the host asks us to slow down, retried or not
+                retry_after = parse_retry_after(result.header("retry-after"), time.time())
+            if not self._retry(cand, result, retry_after):
                 analysis = await self._analyse(result, cand.url)
                 self._handle(cand, result, analysis)
-            elif retry_after < 0:
-                retry_after = None
         finally:
             self.frontier.done(cand, elapsed=elapsed, retry_after=retry_after)
 
@@ -257,20 +256,16 @@ class Crawler:
         return min(60.0, 1.0 * (2 ** attempts))
 
     # -- outcomes --------------------------------------------------------------------------
-    def _retry(self, cand: Candidate, result: FetchResult) -> float | None:
-        """Requeue a retryable failure (timeouts, refused, 5xx, 429) while retries are left.
-        None: not retried, store it. Else the host's Retry-After in seconds (-1 if none)."""
+    def _retry(self, cand: Candidate, result: FetchResult, retry_after: float | None) -> bool:
+        """Requeue a retryable failure (timeouts, refused, 5xx, 429) while retries are left."""
         status = result.status
         retryable = result.retryable if result.error else (status is not None and (status >= 500 or status == 429))
         if not retryable or cand.attempts >= self.config.retries:
-            return None
-        retry_after = None
-        if status in (429, 503):
-            retry_after = parse_retry_after(result.header("retry-after"), time.time())
+            return False
         self.stats.retries += 1
         wait = max(retry_after or 0.0, self._backoff(cand.attempts))
         self.frontier.requeue(Candidate(**{**_fields(cand), "attempts": cand.attempts + 1}), not_before=wait)
-        return retry_after if retry_after is not None else -1.0
+        return True
 
     async def _analyse(self, result: FetchResult, url: str) -> Analysis:
         if self.pool is None:

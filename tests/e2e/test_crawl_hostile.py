@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hostile import HostileServer
+from sites import stored_records
 from skitter.config import CrawlConfig
 from skitter.loop import Crawler
 from skitter.store.db import CrawlDB
@@ -145,7 +146,9 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path):
         cmd = [sys.executable, "-m", "skitter", "crawl", *srv.web.seeds(), "-o", str(tmp_path / "c"),
                "--delay", "0", "--adaptive-delay", "0", "--per-host", "1", "--quiet"]
         proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-        time.sleep(2.0)
+        deadline = time.time() + 60
+        while time.time() < deadline and stored_records(tmp_path / "c") < 20:  # interrupt mid-crawl
+            time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)
         assert proc.returncode == 130 and "Traceback" not in err

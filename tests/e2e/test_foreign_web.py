@@ -19,7 +19,7 @@ from urllib.parse import urljoin, urldefrag, urlsplit
 
 import pytest
 
-from sites import StaticSite
+from sites import StaticSite, wait_for_progress
 from skitter.robots.rules import RobotsRules
 from skitter.urls import URLError, canonicalize
 
@@ -152,7 +152,8 @@ def test_kill_and_resume_ends_with_the_same_pages(docs_crawl):
         for _ in range(3):
             proc = subprocess.Popen(crawl_cmd(site2.base, directory, 0.0), stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
-            time.sleep(rng.uniform(0.7, 1.5))
+            wait_for_progress(directory, proc)  # kill mid-crawl, whatever the machine's load
+            time.sleep(rng.uniform(0.0, 0.8))
             if proc.poll() is not None:
                 break
             os.kill(proc.pid, signal.SIGKILL)
