@@ -20,5 +20,16 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
+BENCH_STAMP := $(VENV)/.bench-installed
+BENCH_ARGS  ?=
+
+$(BENCH_STAMP): $(STAMP) bench/requirements.txt
+	$(BIN)/pip install -q -r bench/requirements.txt
+	touch $(BENCH_STAMP)
+
+# skitter vs Scrapy vs a bare client on a generated web served by nginx (docs/benchmarks.md)
+bench: $(BENCH_STAMP)
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) build src/*.egg-info
