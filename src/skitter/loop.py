@@ -123,6 +123,7 @@ class Crawler:
         if not self.resumed:
             db.set_meta("started_at", _now_iso(time.time()))
         db.commit()
+        db.start_checkpointer()
         warc_dir = self.directory / "warc"
         warc_dir.mkdir(exist_ok=True)
         committed = db.get_meta("warc_commit")

@@ -371,3 +371,101 @@ def test_write_static(tmp_path) -> None:
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["pages"] == cfg.pages and manifest["base_urls"] == w.base_urls
     assert manifest["redirects"]["0"]["/loop/a.html"] == [302, "/loop/b.html"]
+
+
+# --------------------------------------------------------------------------------------------- near duplicates
+
+
+def test_near_duplicate_families(web: DemoWeb, pages: list[str]) -> None:
+    labels = Counter(web.near_duplicate_label(u) for u in pages)
+    for name in ("original", "edit", "boilerplate", "reorder", "mirror", "quote"):
+        assert labels[name] >= 8, (name, labels)
+    pairs = web.near_duplicate_pairs()
+    assert pairs and all(len(p) == 2 for p in pairs)
+    page_set = set(pages)
+    hosts = Counter(len({urlsplit(u).netloc for u in p}) for p in pairs)
+    assert hosts[1] >= 50 and hosts[2] >= 200          # same-host and cross-host (the mirror) pairs
+    for p in pairs:
+        a, b = sorted(p)
+        assert a in page_set and b in page_set
+        assert web.kind(a) == web.kind(b) == "page"        # exact copies are in no pair
+        assert get(web, a).body != get(web, b).body
+        assert web.topic_of(a) == web.topic_of(b)
+        assert b in web.near_duplicate_family(a) and a in web.near_duplicate_family(b)
+    # families: the original first, every member's family is the same list
+    fam = max((web.near_duplicate_family(u) for u in pages
+               if web.near_duplicate_label(u) == "boilerplate" and u.startswith(BASES[1])), key=len)
+    assert web.near_duplicate_label(fam[0]) == "original"
+    assert {web.near_duplicate_label(u) for u in fam} >= {"original", "edit", "boilerplate", "reorder"}
+    assert all(web.near_duplicate_family(u) == fam for u in fam)
+    plain = next(u for u in pages if web.kind(u) == "page" and web.near_duplicate_label(u) is None)
+    assert web.near_duplicate_family(plain) == [plain]
+    assert web.near_duplicate_family(web.seeds()[0]) == []
+    copy = next(u for u in pages if web.kind(u) == "duplicate")
+    assert web.near_duplicate_family(copy) == web.near_duplicate_family(web.duplicate_of(copy))
+    # the mirror host: most of its articles are near-copies of host 0's
+    mirror = [u for u in pages if u.startswith(BASES[7] + "/a/")]
+    assert sum(web.near_duplicate_label(u) == "mirror" for u in mirror) > 0.8 * len(mirror)
+    assert all(urlsplit(v).netloc == urlsplit(BASES[0]).netloc or v.startswith(BASES[7])
+               for u in mirror for v in web.near_duplicate_family(u))
+    # quotes are hard negatives: no pair with what they quote
+    for u in (u for u in pages if web.near_duplicate_label(u) == "quote"):
+        src = web.quoted_from(u)
+        assert src in page_set and frozenset((u, src)) not in pairs
+
+
+def _text_of(body: bytes) -> str:
+    tree = LexborHTMLParser(body.decode())
+    return " ".join(n.text() for n in tree.css("main p, main h1"))
+
+
+def test_near_duplicate_variants_are_what_they_say(web: DemoWeb, pages: list[str]) -> None:
+    checked = Counter()
+    for u in pages:
+        label = web.near_duplicate_label(u)
+        if label not in ("edit", "boilerplate", "reorder", "mirror"):
+            continue
+        orig = web.near_duplicate_family(u)[0]
+        a, b = get(web, orig).body.decode(), get(web, u).body.decode()
+        ta, tb = _text_of(a.encode()).split(), _text_of(b.encode()).split()
+        if label == "edit":          # the same number of words, a few of them changed
+            assert len(ta) == len(tb) and 1 <= sum(x != y for x, y in zip(ta, tb)) <= 10
+        elif label == "boilerplate":  # the same text, other chrome, more links
+            assert ta == tb and '<aside class="popular">' in b and "<aside" not in a
+            assert set(web.outlinks(orig)) < set(web.outlinks(u))
+        elif label == "reorder":      # the same words, paragraphs in another order
+            assert sorted(ta) == sorted(tb) and ta != tb
+            assert set(web.outlinks(orig)) == set(web.outlinks(u))
+        checked[label] += 1
+    assert min(checked.values()) >= 8 and len(checked) == 4
+
+
+def test_near_duplicate_pages_keep_the_contract(web: DemoWeb, pages: list[str]) -> None:
+    special = [u for u in pages if web.near_duplicate_label(u) is not None]
+    lo, hi = web.config.page_kb
+    for u in special:
+        r = get(web, u)
+        assert r.status == 200 and lo * 1024 <= len(r.body) <= hi * 1024, (u, len(r.body))
+        assert html_links(u, r.body) == web.outlinks(u), u
+        assert 5 <= len(web.outlinks(u)) <= 30
+    # switched off: no family, no mirror, no quote; the same page count
+    w = make(DemoConfig(near_duplicates=False))
+    assert len(w.pages()) == 3000 and w.near_duplicate_pairs() == set()
+    assert {w.near_duplicate_label(u) for u in w.pages()} == {None}
+
+
+def test_near_duplicates_on_small_webs() -> None:
+    for cfg in (DemoConfig(pages=400, hosts=4, seed=7), DemoConfig(pages=300, hosts=2),
+                DemoConfig(pages=1234, hosts=1), DemoConfig(page_kb=(5, 50), pages=600)):
+        w = make(cfg)
+        ps = w.pages()
+        assert len(ps) == cfg.pages
+        pairs = w.near_duplicate_pairs()
+        assert pairs
+        assert set().union(*pairs) <= set(ps)
+        assert set(ps) <= set(w.reachable(max_depth=6, obey_robots=False))
+        lo, hi = cfg.page_kb
+        for u in {x for p in pairs for x in p}:
+            assert lo * 1024 <= len(get(w, u).body) <= hi * 1024
+            assert html_links(u, get(w, u).body) == w.outlinks(u)
+        assert make(cfg).near_duplicate_pairs() == pairs

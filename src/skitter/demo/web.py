@@ -43,6 +43,28 @@ Layout of host ``g`` (``base_urls[g]``); ``kind()`` in brackets::
     host 5 % hosts:     spider trap /shop/?sid=<hex> → itself with a new sid, forever   [trap]
     every robots.txt (but the 404) has ``Disallow: /private/`` for ``*`` and a ``Sitemap:`` line.
 
+Near duplicates (``near_duplicates=True``, the default; ground truth: ``near_duplicate_pairs()``,
+``near_duplicate_family(url)``, ``near_duplicate_label(url)``). Some articles (never one that
+carries a forced link to a special page) are replaced, keeping their URL, listing and topic, so the
+page count does not change:
+
+    families            on every host but the mirror, ~N/40 families: an original and 1 or 3
+                        variants of it in the same topic, each with the original's title, text
+                        and links: "edit" (2-8 words changed), "boilerplate" (other header,
+                        navigation with 3 more sections, a "Popular" side bar with 3 more links,
+                        a long footer), "reorder" (paragraphs shuffled; outlinks() follows)
+    mirror host         host ``hosts - 1`` (hosts >= 3) mirrors host 0: its article of rank m (in
+                        topic order) shows host 0's article of rank m — a variant stays a variant
+                        — with its own chrome and its links mapped to its own pages, and a last
+                        line "This article first appeared in …". Ranks below both hosts' special
+                        pages keep their own articles.
+    quotes              hard negatives, ~N/40 per host: an article that quotes (<blockquote>) the
+                        longest link-free paragraph of another article, on the same host or
+                        another one (``quoted_from``): shared text, but no near-duplicate.
+
+``near_duplicate_pairs()`` holds the pairs within each family, including the mirror's copies;
+exact duplicates (the /copy/ pages) are in no pair.
+
 Articles, listings, the home page and the article-like specials are HTML of ``page_kb`` KiB; all
 status-200 non-trap responses carry a deterministic ETag (a body hash) and Last-Modified, and
 answer If-None-Match / If-Modified-Since with 304.
@@ -86,6 +108,7 @@ class DemoConfig:
     topics: int = 10
     cross_host_links: float = 0.15    # share of an article's content links that go to another host
     crawl_delay: float = 0.5          # the Crawl-delay of the one host that has one (0: none)
+    near_duplicates: bool = True      # near-duplicate families and the mirror host (see the module doc)
 
     def __post_init__(self) -> None:
         if self.hosts < 1:
@@ -254,6 +277,13 @@ _CP1252_PHRASES = ["the café’s “special” menu", "a naïve façade", "cost
 
 SINGLES = ("noindex", "nofollow", "xrobots", "cp1252", "sjis", "broken", "gzip")
 
+# near-duplicate families (DemoWeb._plan_near_duplicates): the variants of one original, by family
+_FAMILY_TYPES = (("edit",), ("boilerplate",), ("reorder",), ("edit", "boilerplate", "reorder"))
+_BOILER_LINKS = 6      # links the "boilerplate" variant adds: 3 more sections in the nav, 3 in a side bar
+_BOILER_BYTES = 2600   # bytes it adds, at most (the original is chosen small enough to stay in page_kb)
+_TAGLINES = ["independent writing since 1998", "the weekly digest for curious readers",
+             "long reads, short summaries", "stories worth a second look"]
+
 P = 25   # articles per listing page
 B = 10   # sub-listings per listing page
 _EPOCH = 1704067200  # 2024-01-01T00:00:00Z
@@ -356,12 +386,13 @@ class _Links:
     inline: list[_Link] = field(default_factory=list)           # sorted by u
     lists: list[tuple[str, list[_Link]]] = field(default_factory=list)
     all_nofollow: bool = False
+    foot: list[_Link] = field(default_factory=list)             # after the lists (side bar)
 
     def flat(self) -> list[_Link]:
         out = list(self.nav) + list(self.inline)
         for _, links in self.lists:
             out += links
-        return out
+        return out + list(self.foot)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -454,6 +485,12 @@ class _Host:
             sp.append(("/loop/a.html", "Circular reference", None))
             sp.append(("/away.html", "Our partner's article", None))
         self.specials = sp
+        # near duplicates (DemoWeb._plan_near_duplicates): article -> (original, variant type)
+        self.variant_of: dict[int, tuple[int, str]] = {}
+        self.families: list[list[int]] = []     # [original, variant, ...] per family
+        self.mirror_of: int | None = None       # the host whose articles this one mirrors
+        self.mirror_from = 0                    # articles of rank >= this (and < origin's N) are mirrored
+        self.quote_of: dict[int, tuple[int, int, str]] = {}   # article -> (host, article, paragraph)
         # targets that articles may link to at random (besides the forced links)
         self.random_specials = [s for s in sp if s[0].startswith(("/copy/", "/old/", "/private/",
                                                                   "/files/", "/missing/"))]
@@ -518,6 +555,120 @@ class DemoWeb:
         per, extra = divmod(config.pages, config.hosts)
         self.hosts = [_Host(self, g, per + (1 if g < extra else 0)) for g in range(config.hosts)]
         self._cal_start = (2024, 1)
+        self._page_links_cache = functools.lru_cache(maxsize=4096)(self._page_links_uncached)
+        self._families_memo: dict[str, list[str]] | None = None
+        if config.near_duplicates:
+            self._plan_near_duplicates()
+
+    # ------------------------------------------------------------------ near duplicates (plan)
+
+    def _plan_near_duplicates(self) -> None:
+        """Choose the near-duplicate families of every host and the mirror host.
+
+        Only articles of rank >= len(specials) take part (they carry no forced link to a special
+        page, so a variant that shows its original's links loses no path to any page)."""
+        cfg = self.config
+        T = cfg.topics
+        mirror = cfg.hosts - 1 if cfg.hosts >= 3 else None
+        hi = cfg.page_kb[1] * 1024
+        for h in self.hosts:
+            if h.g == mirror:
+                continue
+            S = len(h.specials)
+            if h.N - S < 8:
+                continue
+            rng = random.Random(f"{cfg.seed}:near:{h.g}")
+            used: set[int] = set()
+
+            def target(n: int, g: int = h.g) -> int:
+                return self._target_size(random.Random(f"{cfg.seed}:text:{g}:{n}"))
+
+            for j in range(max(1, h.N // 40)):
+                types = _FAMILY_TYPES[j % len(_FAMILY_TYPES)]
+                for _ in range(40):
+                    m = rng.randrange(S, h.N)
+                    t = m % T
+                    o = h.article(t, m // T)
+                    if o in used:
+                        continue
+                    size = target(o)
+                    if "boilerplate" in types and (
+                            size + _BOILER_BYTES > hi or
+                            len(self._base_links(h.g, o).flat()) + _BOILER_LINKS > 30):
+                        continue
+                    if "reorder" in types and size < 3000:
+                        continue
+                    members = [o]
+                    for _ in range(4 * len(types)):
+                        if len(members) > len(types):
+                            break
+                        i = rng.randrange(h.topic_counts[t])
+                        v = h.article(t, i)
+                        if t + T * i >= S and v not in used and v not in members:
+                            members.append(v)
+                    if len(members) <= len(types):
+                        continue
+                    used.update(members)
+                    for v, vt in zip(members[1:], types):
+                        h.variant_of[v] = (o, vt)
+                    h.families.append(members)
+                    break
+        if mirror is not None:
+            hm, ho = self.hosts[mirror], self.hosts[0]
+            hm.mirror_of = 0
+            hm.mirror_from = max(len(hm.specials), len(ho.specials))
+        # hard negatives: articles that quote a paragraph of another article (same host or not)
+        for h in self.hosts:
+            if h.g == mirror:
+                continue
+            S = len(h.specials)
+            if h.N - S < 8:
+                continue
+            rng = random.Random(f"{cfg.seed}:quote:{h.g}")
+            taken = {n for fam in h.families for n in fam}
+            for j in range(max(1, h.N // 40)):
+                for _ in range(40):
+                    m = rng.randrange(S, h.N)
+                    q = h.article(m % T, m // T)
+                    gp = h.g if j % 2 == 0 or cfg.hosts == 1 else rng.randrange(cfg.hosts)
+                    hp = self.hosts[gp]
+                    m2 = rng.randrange(len(hp.specials), hp.N) if hp.N > len(hp.specials) else 0
+                    p = hp.article(m2 % T, m2 // T)
+                    if q in taken or q in h.quote_of or (gp, p) == (h.g, q):
+                        continue
+                    para = self._quote_paragraph(gp, p)
+                    size = self._target_size(random.Random(f"{cfg.seed}:text:{h.g}:{q}"))
+                    if not para or size + len(para) + 40 > hi or len(para) > 0.3 * size:
+                        continue
+                    h.quote_of[q] = (gp, p, para)
+                    taken.add(q)
+                    break
+
+    def _quote_paragraph(self, g: int, n: int) -> str | None:
+        """The longest paragraph without links of article ``n`` of host ``g`` (as HTML)."""
+        body = self._article_html(g, n, quote=False)
+        paras = [p for p in re.findall(r"<p>.*?</p>", body) if "<a " not in p]
+        return max(paras, key=len) if paras else None
+
+    def _mirrored(self, h: "_Host", n: int) -> bool:
+        if h.mirror_of is None:
+            return False
+        m = h.rank(n)
+        return h.mirror_from <= m < self.hosts[h.mirror_of].N
+
+    def _source(self, g: int, n: int) -> tuple[int, int, str | None, tuple[int, int]]:
+        """Where the text of article ``n`` of host ``g`` comes from: ``(host, article, variant type,
+        variant key)``; the article itself with type None for an ordinary article. A mirrored
+        article shows the origin's article of the same rank (a variant there stays a variant)."""
+        h = self.hosts[g]
+        if h.mirror_of is not None and self._mirrored(h, n):
+            go = h.mirror_of
+            m = h.rank(n)
+            return self._source(go, self.hosts[go].article(m % self.config.topics, m // self.config.topics))
+        v = h.variant_of.get(n)
+        if v is not None:
+            return g, v[0], v[1], (g, n)
+        return g, n, None, (g, n)
 
     # ------------------------------------------------------------------ URL helpers
 
@@ -668,6 +819,85 @@ class DemoWeb:
             return []
         return [self._url(g, f"/a/{n}.html")] + [self._url(g, f"/copy/{j}.html")
                                                  for j, m in enumerate(h.copies) if m == n]
+
+    def _families(self) -> dict[str, list[str]]:
+        if self._families_memo is None:
+            groups: dict[tuple[int, int], list[str]] = {}
+            for h in self.hosts:
+                for fam in h.families:
+                    groups[(h.g, fam[0])] = [self._url(h.g, f"/a/{n}.html") for n in fam]
+            for h in self.hosts:
+                if h.mirror_of is None:
+                    continue
+                for n in range(h.N):
+                    if self._mirrored(h, n):
+                        gb, nb, _, _ = self._source(h.g, n)
+                        groups.setdefault((gb, nb), [self._url(gb, f"/a/{nb}.html")]).append(
+                            self._url(h.g, f"/a/{n}.html"))
+            self._families_memo = {u: fam for fam in groups.values() for u in fam}
+        return self._families_memo
+
+    def near_duplicate_family(self, url: str) -> list[str]:
+        """The URLs whose content is a near-duplicate of ``url``'s, ``url`` included: the family's
+        original first, then its variants on the same host, then the mirror host's copies.
+        ``[url]`` for an article with no near-duplicate; for an exact copy (/copy/), the family of
+        the article it copies (the copy itself is left out, as it is of every family: it is an exact
+        duplicate, see ``duplicate_group``); [] for any other URL."""
+        s = self._split(url)
+        if s is None:
+            return []
+        kind, ident = self._classify(*s)
+        if kind == "duplicate":
+            url = self._url(s[0], f"/a/{self.hosts[s[0]].copies[ident[1]]}.html")  # type: ignore
+        elif kind != "page":
+            return []
+        return list(self._families().get(url, [url]))
+
+    def near_duplicate_pairs(self) -> set[frozenset[str]]:
+        """Ground truth of near-duplicate detection: every pair of status-200 URLs that serve
+        different bytes with near-duplicate content (the pairs within each family of
+        ``near_duplicate_family``). Exact duplicates are excluded: the /copy/ URLs are in no pair
+        (the content-seen test finds them first)."""
+        out: set[frozenset[str]] = set()
+        seen: set[int] = set()
+        for fam in self._families().values():
+            if id(fam) in seen:
+                continue
+            seen.add(id(fam))
+            for i, u in enumerate(fam):
+                for v in fam[i + 1:]:
+                    out.add(frozenset((u, v)))
+        return out
+
+    def near_duplicate_label(self, url: str) -> str | None:
+        """How article ``url`` came about: "original" (of a family), "edit", "boilerplate",
+        "reorder" (same-host variants), "mirror" (on the mirror host, of any of these), "quote" (a
+        hard negative: quotes a paragraph of ``quoted_from(url)``; a mirrored quote article is still
+        the original of its mirror copy), or None."""
+        s = self._split(url)
+        if s is None or self._classify(*s)[0] != "page":
+            return None
+        g, path = s
+        n = int(path[3:-5])
+        if self._mirrored(self.hosts[g], n):
+            return "mirror"
+        v = self.hosts[g].variant_of.get(n)
+        if v is not None:
+            return v[1]
+        if n in self.hosts[g].quote_of:
+            return "quote"
+        return "original" if url in self._families() else None
+
+    def quoted_from(self, url: str) -> str | None:
+        """The article a "quote" article (a hard negative: it shares one paragraph with it, and is
+        no near-duplicate) quotes, or None. Mirrored copies of a quote article quote it too."""
+        s = self._split(url)
+        if s is None or self._classify(*s)[0] != "page":
+            return None
+        g, path = s
+        gb, nb, _, _ = self._source(g, int(path[3:-5]))
+        q = self.hosts[gb].quote_of.get(nb)
+        return self._url(q[0], f"/a/{q[1]}.html") if q else None
 
     def redirect_target(self, url: str) -> str | None:
         s = self._split(url)
@@ -905,9 +1135,9 @@ class DemoWeb:
                 lists.append(("More", subs))
             return _Links(nav=nav, lists=lists)
         if kind == "page":
-            return self._article_links(g, ident)  # type: ignore[arg-type]
+            return self._page_links_cache(g, ident)  # type: ignore[arg-type]
         if kind == "duplicate":
-            return self._article_links(g, h.copies[ident[1]])  # type: ignore[index]
+            return self._page_links_cache(g, h.copies[ident[1]])  # type: ignore[index]
         if kind in ("private", "no-skitter", "about") or kind in SINGLES:
             rng = random.Random(f"{seed}:slinks:{g}:{path}")
             topic = self._special_topic(g, path)
@@ -941,6 +1171,87 @@ class DemoWeb:
         return None
 
     def _article_links(self, g: int, n: int) -> _Links:
+        """The links article ``n`` of host ``g`` is rendered with (inline links in ``u`` order)."""
+        gb, nb, vtype, vkey = self._source(g, n)
+        if vtype is None and gb == g:
+            return self._base_links(g, n)
+        links = self._base_links(gb, nb)
+        if gb != g:
+            links = self._mirror_links(links, gb, g)
+        if vtype == "boilerplate":
+            links = self._boilerplate_links(g, links, vkey)
+        return links
+
+    def _page_links_uncached(self, g: int, n: int) -> _Links:
+        """The links of article ``n`` in document order (what ``outlinks`` reports)."""
+        links = self._article_links(g, n)
+        if self._source(g, n)[2] != "reorder":
+            return links
+        body = self._article_html(g, n)   # paragraphs moved: the inline links moved with them
+        inline = sorted(links.inline, key=lambda l: body.index(self._link_html(l)))
+        return _Links(nav=links.nav, inline=inline, lists=links.lists, foot=links.foot)
+
+    def _mirror_links(self, links: _Links, gs: int, g: int) -> _Links:
+        """``links`` of an article of host ``gs`` as the mirror host ``g`` shows them: same-host
+        links go to ``g``'s page of the same kind (articles: the same topic and index), other hosts'
+        links stay."""
+        h, hs = self.hosts[g], self.hosts[gs]
+        limits = {"copy": h.n_copies, "old": h.n_old, "private": h.n_private, "files": h.n_files,
+                  "missing": h.n_missing, "no-skitter": h.n_noskitter}
+
+        def mp(l: _Link) -> _Link:
+            if l.g != gs:
+                return l
+            path, anchor, ref = l.path, l.anchor, None
+            m = _RE_ART.fullmatch(path)
+            m2 = _RE_NUM.fullmatch(path)
+            kind, ident = self._classify(gs, path)
+            if m:
+                t2, i2 = hs.topic_index(int(m.group(1)))
+                cnt = h.topic_counts[t2]
+                n2 = h.article(t2, i2 % cnt) if cnt else int(m.group(1)) % h.N
+                path, ref = f"/a/{n2}.html", (g, n2)
+            elif kind == "category":
+                t2, k2 = ident  # type: ignore[misc]
+                path = self._listing_path(t2, k2 if k2 < h.listing_counts[t2] else 0)
+            elif m2 and limits[m2.group(1)]:
+                what, j = m2.group(1), int(m2.group(2)) % limits[m2.group(1)]
+                path = f"/{what}/{j}.{m2.group(3)}"
+                ref = (g, h.copies[j]) if what == "copy" else (g, h.old[j]) if what == "old" else None
+            else:
+                path, anchor = "/", h.name
+            url = self._url(g, path)
+            return _Link(url, url if l.href != l.path else path, anchor=anchor, title_ref=ref,
+                         rel=l.rel, style=l.style, u=l.u, g=g, path=path)
+
+        return _Links(nav=[mp(l) for l in links.nav], inline=[mp(l) for l in links.inline],
+                      lists=[(hd, [mp(l) for l in ls]) for hd, ls in links.lists],
+                      all_nofollow=links.all_nofollow, foot=[mp(l) for l in links.foot])
+
+    def _boilerplate_links(self, g: int, links: _Links, vkey: tuple[int, int]) -> _Links:
+        """The "boilerplate" variant's chrome: three more sections in the navigation and three
+        popular articles in a side bar (links the original lacks)."""
+        h = self.hosts[g]
+        T = self.config.topics
+        rng = random.Random(f"{self.config.seed}:boiler:{vkey[0]}:{vkey[1]}")
+        own = {l.path for l in links.nav}
+        sections = [t for t in range(T) if self._listing_path(t, 0) not in own]
+        rng.shuffle(sections)
+        nav = list(links.nav) + [self._local(g, self._listing_path(t, 0), self.topic_names[t].capitalize())
+                                 for t in sorted(sections[:3])]
+        foot: list[_Link] = []
+        seen = {l.path for l in links.flat() if l.g == g}
+        for _ in range(12):
+            if len(foot) == 3:
+                break
+            n = rng.randrange(h.N)
+            if f"/a/{n}.html" not in seen:
+                seen.add(f"/a/{n}.html")
+                foot.append(self._art(g, g, n))
+        return _Links(nav=nav, inline=links.inline, lists=links.lists, all_nofollow=links.all_nofollow,
+                      foot=foot)
+
+    def _base_links(self, g: int, n: int) -> _Links:
         cfg = self.config
         h = self.hosts[g]
         t, _ = h.topic_index(n)
@@ -996,6 +1307,7 @@ class DemoWeb:
     # ------------------------------------------------------------------ text
 
     def _title_uncached(self, g: int, n: int) -> str:
+        g, n, _, _ = self._source(g, n)   # a near-duplicate has its original's title
         h = self.hosts[g]
         t, _ = h.topic_index(n)
         rng = random.Random(f"{self.config.seed}:title:{g}:{n}")
@@ -1053,8 +1365,13 @@ class DemoWeb:
         return out
 
     def _body_text(self, rng: random.Random, topic: int | None, budget: int,
-                   inline: list[_Link], extra: list[str] | None = None) -> str:
-        """Paragraphs (with h2 headings) of about ``budget`` chars, inline links placed by u."""
+                   inline: list[_Link], extra: list[str] | None = None,
+                   variant: tuple[str | None, tuple[int, int]] | None = None,
+                   quote: str | None = None) -> str:
+        """Paragraphs (with h2 headings) of about ``budget`` chars, inline links placed by u.
+
+        ``variant`` (type, key) of a near-duplicate: "edit" changes a few words (never the number
+        of words: the links stay where they were), "reorder" shuffles the paragraphs."""
         pool = self._pools[topic] if topic is not None else self._common_pool
         sentences = self._sentences(rng, pool, max(budget, 1))
         n_s = len(sentences)
@@ -1062,6 +1379,9 @@ class DemoWeb:
             for phrase in extra:
                 j = rng.randrange(n_s)
                 sentences[j] = sentences[j][:-1] + ", " + phrase + "."
+        vtype, vkey = variant if variant is not None else (None, (0, 0))
+        if vtype == "edit":
+            self._edit(sentences, pool, random.Random(f"{self.config.seed}:edit:{vkey[0]}:{vkey[1]}"))
         # links: sentence floor(u * n_s), at the word boundary given by the fractional part
         by_sentence: dict[int, list[tuple[float, _Link]]] = {}
         for link in inline:
@@ -1091,7 +1411,38 @@ class DemoWeb:
                 hw = [tw[rng.randrange(len(tw))] for _ in range(1 + ctl[pi] % 2)]
                 hw += [w for w in _words(rng, pool, 6) if len(w) > 3][:1 + ctl[pi] % 3]
                 parts.append("<h2>" + html.escape(_title_case(hw)) + "</h2>")
+        if vtype == "reorder":
+            vrng = random.Random(f"{self.config.seed}:reorder:{vkey[0]}:{vkey[1]}")
+            slots = [i for i, p in enumerate(parts) if p.startswith("<p>")]
+            moved = slots[:]
+            vrng.shuffle(moved)
+            if moved == slots and len(slots) > 1:
+                moved = slots[1:] + slots[:1]
+            paras = [parts[i] for i in moved]
+            for i, p in zip(slots, paras):
+                parts[i] = p
+        if quote:
+            parts.insert(len(parts) // 2, "<blockquote>" + quote + "</blockquote>")
         return "\n".join(parts)
+
+    @staticmethod
+    def _edit(sentences: list[str], pool: list[str], rng: random.Random) -> None:
+        """Replace a few words (about one in every twelve sentences, 2 to 8) by other words."""
+        n_s = len(sentences)
+        for _ in range(max(2, min(8, n_s // 12))):
+            j = rng.randrange(n_s)
+            toks = sentences[j].split(" ")
+            i = rng.randrange(len(toks))
+            tok = toks[i]
+            core = tok.rstrip(".,")
+            punct = tok[len(core):]
+            new = core.lower()
+            while new == core.lower():
+                new = pool[rng.randrange(len(pool))]
+            if i == 0:
+                new = new[:1].upper() + new[1:]
+            toks[i] = new + punct
+            sentences[j] = " ".join(toks)
 
     def _target_size(self, rng: random.Random) -> int:
         lo, hi = self.config.page_kb
@@ -1104,7 +1455,14 @@ class DemoWeb:
                    links: _Links, canonical: str | None = None, meta_robots: str | None = None,
                    charset_meta: str | None = "utf-8", lang: str = "en",
                    extra_phrases: list[str] | None = None, description: str | None = None,
-                   h1: str | None = None) -> str:
+                   h1: str | None = None, text_budget: int | None = None,
+                   budget_only: bool = False,
+                   variant: tuple[str | None, tuple[int, int]] | None = None,
+                   note: str | None = None, quote: str | None = None) -> str:
+        """One HTML page. Near-duplicates: ``budget_only`` returns the text budget (an int) instead
+        of the page, ``text_budget`` imposes one (the original's, so the text is the same),
+        ``variant`` (type, key) edits the text or, for "boilerplate", changes the chrome, ``note``
+        is a last paragraph of the article, ``quote`` a paragraph quoted in the middle of the text."""
         h = self.hosts[g]
         tw = self._topic_words[topic] if topic is not None else _COMMON
         pool = self._pools[topic] if topic is not None else self._common_pool
@@ -1130,23 +1488,55 @@ class DemoWeb:
         head.append('<meta name="viewport" content="width=device-width, initial-scale=1">')
         if canonical:
             head.append(f'<link rel="canonical" href="{canonical}">')
-        head += ["</head>", "<body>", '<header class="site">']
-        head.append("<nav>" + " | ".join(self._link_html(l) for l in links.nav) + "</nav>")
-        head += ["</header>", "<main>", "<article>", f"<h1>{html.escape(h1 or title)}</h1>"]
+        head.append("</head>")
+        boiler = variant is not None and variant[0] == "boilerplate"
+        name = html.escape(h.name)
+        if boiler:
+            vkey = variant[1]  # type: ignore[index]
+            tagline = _TAGLINES[_hash64(f"{self.config.seed}:tagline:{vkey}") % len(_TAGLINES)]
+            head += ["<body>", '<header class="masthead">',
+                     f'<div class="brand"><b>{name}</b> &middot; {tagline}</div>',
+                     '<nav class="sections">' + " &middot; ".join(self._link_html(l) for l in links.nav)
+                     + "</nav>", "</header>"]
+        else:
+            head += ["<body>", '<header class="site">']
+            head.append("<nav>" + " | ".join(self._link_html(l) for l in links.nav) + "</nav>")
+            head.append("</header>")
+        head += ["<main>", "<article>", f"<h1>{html.escape(h1 or title)}</h1>"]
         lists = []
         for heading, ls in links.lists:
             lists.append(f"<h2>{html.escape(heading)}</h2>")
             lists.append("<ul>\n" + "\n".join(f"<li>{self._link_html(l)}</li>" for l in ls)
                          + "\n</ul>")
-        tail = ["</article>", "</main>",
-                f'<footer><p>&copy; 2024 {html.escape(h.name)}. All rights reserved. '
-                f'Generated by the skitter demo web.</p></footer>', "</body>", "</html>", ""]
+        if note:
+            lists.append(f'<p class="source"><i>{html.escape(note)}</i></p>')
+        if boiler:
+            tail = ["</article>", '<aside class="popular">', "<h3>Popular this week</h3>", "<ul>"]
+            tail += [f"<li>{self._link_html(l)}</li>" for l in links.foot]
+            tail += ["</ul>", "</aside>", "</main>", '<footer class="site-footer">',
+                     f"<p>{name} is an independent publication. We publish long reads, short "
+                     "summaries and everything in between, written by our staff and by guest "
+                     "authors from around the world. Opinions expressed are those of the authors. "
+                     "Corrections and letters to the editor are welcome; we answer every message "
+                     "within a week.</p>",
+                     "<p>Subscribe to the newsletter &middot; Advertise with us &middot; Privacy "
+                     "policy &middot; Terms of use &middot; Cookie settings &middot; Accessibility "
+                     "&middot; Contact &middot; Careers</p>",
+                     f"<p>&copy; 2024 {name}. All rights reserved. Generated by the skitter demo "
+                     "web.</p></footer>", "</body>", "</html>", ""]
+        else:
+            tail = ["</article>", "</main>",
+                    f'<footer><p>&copy; 2024 {name}. All rights reserved. '
+                    f'Generated by the skitter demo web.</p></footer>', "</body>", "</html>", ""]
         head_s, lists_s, tail_s = "\n".join(head), "\n".join(lists), "\n".join(tail)
         inline_len = sum(len(self._link_html(l)) + 1 for l in links.inline)
         skeleton = len(head_s) + len(lists_s) + len(tail_s) + 4
-        budget = target - skeleton - inline_len
+        budget = target - skeleton - inline_len if text_budget is None else text_budget
+        if budget_only:
+            return budget  # type: ignore[return-value]
         # the text budget is in characters; tags add ~3 %, the paragraph wrapper ~2 %
-        text = self._body_text(rng, topic, int(budget * 0.96), links.inline, extra_phrases)
+        text = self._body_text(rng, topic, int(budget * 0.96), links.inline, extra_phrases,
+                               variant=variant, quote=quote)
         return "\n".join([head_s, text, lists_s, tail_s])
 
     # ------------------------------------------------------------------ responses
@@ -1283,13 +1673,27 @@ class DemoWeb:
             kind, kind.capitalize())
         return f"{label}: {_title_case(words)}"
 
-    def _article_html(self, g: int, n: int) -> str:
+    def _article_html(self, g: int, n: int, quote: bool = True) -> str:
         h = self.hosts[g]
-        t, _ = h.topic_index(n)
-        rng = random.Random(f"{self.config.seed}:text:{g}:{n}")
-        links = self._article_links(g, n)
-        return self._page_html(g=g, rng=rng, title=self._title(g, n), topic=t, links=links,
-                               canonical=f"{h.base}/a/{n}.html")
+        gb, nb, vtype, vkey = self._source(g, n)
+        qt = self.hosts[gb].quote_of.get(nb) if quote else None
+        if vtype is None and gb == g and qt is None:
+            t, _ = h.topic_index(n)
+            rng = random.Random(f"{self.config.seed}:text:{g}:{n}")
+            links = self._article_links(g, n)
+            return self._page_html(g=g, rng=rng, title=self._title(g, n), topic=t, links=links,
+                                   canonical=f"{h.base}/a/{n}.html")
+        # a near-duplicate: the original's text stream and text budget, its own chrome
+        hb = self.hosts[gb]
+        t, _ = hb.topic_index(nb)
+        key = f"{self.config.seed}:text:{gb}:{nb}"
+        budget = self._page_html(g=gb, rng=random.Random(key), title=self._title(gb, nb), topic=t,
+                                 links=self._base_links(gb, nb), canonical=f"{hb.base}/a/{nb}.html",
+                                 budget_only=True)
+        return self._page_html(g=g, rng=random.Random(key), title=self._title(g, n), topic=t,
+                               links=self._article_links(g, n), canonical=f"{h.base}/a/{n}.html",
+                               text_budget=budget, variant=(vtype, vkey), quote=qt[2] if qt else None,
+                               note=f"This article first appeared in {hb.name}." if gb != g else None)
 
     def _small_page(self, h: _Host, title: str, links: _Links) -> str:
         lis = []

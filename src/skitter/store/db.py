@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -184,10 +185,37 @@ class CrawlDB:
         cur.row_factory = sqlite3.Row
         return cur
 
+    def start_checkpointer(self, interval: float = 1.0) -> None:
+        """Move WAL checkpoints off the writer: the writer's commits then only append to the WAL
+        (a few ms), and a thread with its own connection copies the WAL back into the database
+        (PASSIVE: it never blocks the writer or readers). Without it, every ~1,000th commit did
+        a checkpoint on the crawl's event loop (~100 ms with page text in the rows)."""
+        self.conn.execute("PRAGMA wal_autocheckpoint = 0")
+        self._stop_checkpoints = threading.Event()
+
+        def run() -> None:
+            conn = connect(self.path)
+            try:
+                while not self._stop_checkpoints.wait(interval):
+                    try:
+                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    except sqlite3.Error:
+                        pass  # busy or locked now: the next round catches up
+            finally:
+                conn.close()
+
+        self._checkpointer = threading.Thread(target=run, name="skitter-checkpoint", daemon=True)
+        self._checkpointer.start()
+
     def close(self) -> None:
         try:
             if self.conn.in_transaction:
                 self.conn.execute("COMMIT")
+            checkpointer = getattr(self, "_checkpointer", None)
+            if checkpointer is not None:
+                self._stop_checkpoints.set()
+                checkpointer.join(10)
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             self.conn.close()
 

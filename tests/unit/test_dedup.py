@@ -1,0 +1,314 @@
+"""Near-duplicate detection (skitter.dedup): winnowing, resemblance, the index, persistence."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skitter.dedup import (CONTAINMENT, K, RESEMBLANCE, SKETCH, W, NearDupIndex, containment,
+                           fingerprints, kgram_hashes, links_worth_following, main_text,
+                           mirror_hosts, normalise, resemblance, winnow, winnow_reference)
+from skitter.models import Link
+
+FAST = settings(max_examples=60, deadline=None)
+ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
+_R = random.Random(12345)
+_WORDS = ["".join(_R.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(3 + _R.randrange(7)))
+          for _ in range(3000)]
+
+
+def words(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(n))
+
+
+# ---------------------------------------------------------------------------------------------
+# winnowing
+
+
+def test_defaults_are_documented() -> None:
+    import skitter.dedup as d
+    assert f"K = {K}" in d.__doc__ and f"W = {W}" in d.__doc__
+    assert f"t = W + K - 1 = {W + K - 1}" in d.__doc__.replace("``", "")
+    assert 0 < RESEMBLANCE < 1 and 0 < CONTAINMENT <= 1 and SKETCH >= 16
+
+
+def test_normalise() -> None:
+    assert normalise("Hello,  World!\n  It's 4 o'clock — ÉTÉ_x") == "helloworldits4oclockétéx"
+    assert normalise("Straße") == "strasse"
+    assert normalise("日本語の ページ。") == "日本語のページ"
+    assert normalise(" \t.,;!?") == ""
+
+
+def test_short_texts() -> None:
+    assert winnow("abc", k=5).size == 0
+    assert winnow("", k=1).size == 0
+    one = winnow("abcde", k=5, w=4)
+    assert one.size == 1 and one.dtype == np.uint64
+    # shorter than t but at least k: one window, its minimum
+    h = kgram_hashes("abcdefgh", 5)
+    assert h.size == 4 and winnow("abcdefgh", 5, 10).tolist() == [int(h.min())]
+
+
+def test_output_is_sorted_unique_uint64() -> None:
+    fps = winnow(words(random.Random(1), 400))
+    assert fps.dtype == np.uint64 and fps.size > 100
+    assert np.all(np.diff(fps.astype(object)) > 0) if fps.size > 1 else True
+    n = len(normalise(words(random.Random(1), 400)))
+    assert 0.5 < fps.size / (2 * (n - K + 1) / (W + 1)) < 1.5   # density ~ 2/(w+1)
+
+
+@FAST
+@given(st.text(alphabet=ALNUM + " \n\t.,;:!?-'\"()" + ALNUM.upper(), min_size=0, max_size=300),
+       st.randoms(use_true_random=False))
+def test_white_space_punctuation_and_case_insensitive(text: str, rnd: random.Random) -> None:
+    chars = []
+    for c in text:
+        if c in " \n\t.,;:!?-'\"()" and rnd.random() < 0.5:
+            continue                                    # remove it
+        if rnd.random() < 0.2:
+            chars.append(rnd.choice([" ", "  ", "\n", ", ", ". ", "-", "!"]))   # insert some
+        chars.append(c.upper() if rnd.random() < 0.3 else c.lower() if rnd.random() < 0.3 else c)
+    other = "".join(chars)
+    for k, w in ((3, 4), (5, 2), (K, W)):
+        assert winnow(text, k, w).tolist() == winnow(other, k, w).tolist()
+
+
+@FAST
+@given(st.lists(st.integers(0, 20), min_size=0, max_size=80), st.integers(1, 9))
+def test_selection_matches_seed_004s_loop(hashes: list[int], w: int) -> None:
+    """Every selected hash is the minimum of a window; every window's minimum is selected; the
+    reference loop records positions once, rightmost on ties."""
+    from skitter.dedup import _window_min
+    h = np.array(hashes, dtype=np.uint64)
+    ref = winnow_reference(hashes, w)
+    if not hashes:
+        assert ref == []
+        return
+    positions = [p for p, _ in ref]
+    assert positions == sorted(set(positions))
+    for start in range(max(1, len(hashes) - w + 1)):
+        window = hashes[start:start + w]
+        m = min(window)
+        rightmost = start + len(window) - 1 - window[::-1].index(m)
+        assert (rightmost, m) in ref
+    if hashes:
+        assert sorted({v for _, v in ref}) == sorted(set(_window_min(h, w).tolist()))
+
+
+@FAST
+@given(st.text(alphabet=ALNUM, min_size=0, max_size=200), st.integers(1, 8), st.integers(1, 8))
+def test_every_fingerprint_is_a_window_minimum(text: str, k: int, w: int) -> None:
+    h = kgram_hashes(text, k).tolist()
+    fps = set(winnow(text, k, w).tolist())
+    minima = {min(h[i:i + w]) for i in range(max(1, len(h) - w + 1))} if h else set()
+    assert fps == minima
+
+
+@FAST
+@given(st.text(alphabet=ALNUM, min_size=0, max_size=120), st.text(alphabet=ALNUM, min_size=0, max_size=120),
+       st.text(alphabet=ALNUM, min_size=0, max_size=120), st.integers(0, 30), st.integers(1, 10),
+       st.integers(1, 12))
+def test_shared_substring_of_length_t_is_detected(a: str, b: str, shared_seed: str, extra: int,
+                                                 k: int, w: int) -> None:
+    t = w + k - 1
+    rng = random.Random(shared_seed + str(extra))
+    shared = "".join(rng.choice(ALNUM) for _ in range(t + extra))
+    x, y = winnow(a + shared + b, k, w), winnow(b + " " + shared + " " + a, k, w)
+    assert np.intersect1d(x, y).size >= 1
+    # ... and the shared part's own fingerprints are in both (position independence)
+    own = winnow(shared, k, w)
+    assert np.isin(own, x).all() and np.isin(own, y).all()
+
+
+def test_matches_shorter_than_k_are_never_detected() -> None:
+    # texts over disjoint alphabets but sharing one 4-character run: no k-gram in common for k = 5
+    a, b = "abababab" + "wxyz" + "abababab", "cdcdcdcd" + "wxyz" + "cdcdcdcd"
+    assert np.intersect1d(winnow(a, 5, 1), winnow(b, 5, 1)).size == 0
+    assert np.intersect1d(winnow(a, 4, 1), winnow(b, 4, 1)).size == 1
+
+
+def test_moving_a_paragraph_keeps_its_fingerprints() -> None:
+    rng = random.Random(7)
+    paras = [words(rng, rng.randint(30, 80)) for _ in range(8)]
+    doc = "\n\n".join(paras)
+    moved = "\n\n".join(paras[3:] + paras[:3])
+    a, b = winnow(doc), winnow(moved)
+    for p in paras:
+        own = winnow(p)
+        assert own.size and np.isin(own, a).all() and np.isin(own, b).all()
+    assert resemblance(a, b) > 0.85
+
+
+def test_resemblance_and_containment() -> None:
+    a = np.array([1, 2, 3, 4], dtype=np.uint64)
+    b = np.array([3, 4, 5, 6, 7, 8], dtype=np.uint64)
+    assert resemblance(a, b) == pytest.approx(2 / 8) and resemblance(b, a) == pytest.approx(2 / 8)
+    assert containment(a, b) == pytest.approx(2 / 4) and containment(b, a) == pytest.approx(2 / 6)
+    assert resemblance(a, a) == 1.0 and containment(a, a) == 1.0
+    empty = np.empty(0, dtype=np.uint64)
+    assert resemblance(empty, empty) == 0.0 and containment(empty, a) == 0.0
+    assert resemblance(a, empty) == 0.0
+    # on texts: a few words changed keep a high resemblance; an unrelated text has none
+    rng = random.Random(3)
+    text = words(rng, 600)
+    toks = text.split()
+    for i in rng.sample(range(len(toks)), 5):
+        toks[i] = rng.choice(_WORDS)
+    edited, other = " ".join(toks), words(rng, 600)
+    assert resemblance(winnow(text), winnow(edited)) > 0.85
+    assert resemblance(winnow(text), winnow(other)) < 0.02
+    half = " ".join(text.split()[:300])
+    assert containment(winnow(half), winnow(text)) > 0.95
+    assert 0.4 < resemblance(winnow(half), winnow(text)) < 0.6
+
+
+# ---------------------------------------------------------------------------------------------
+# main content
+
+
+def test_main_text_drops_boilerplate_and_falls_back() -> None:
+    body = " ".join(["The article body is here and it is long enough to be main content."] * 8)
+    html = ("<html><head><title>T</title></head><body><header><nav><a href='/'>Home</a> | "
+            "<a href='/t/'>Topics</a></nav></header><main><article><h1>Title</h1><p>" + body +
+            "</p></article></main><footer><p>Copyright footer text here</p></footer></body></html>")
+    text = main_text(html)
+    assert "article body is here" in text and "Copyright" not in text and "Topics" not in text
+    assert main_text(html.encode("utf-8")) == text
+    assert main_text(html.encode("cp1252"), encoding="cp1252") == text
+    assert main_text("", fallback_text="parser text") == "parser text"
+    assert main_text(b"\x00\x01", fallback_text="fb") == "fb"
+    assert main_text("<html><body><script>x()</script></body></html>", "fb") == "fb"
+    assert fingerprints(html).tolist() == winnow(text).tolist()
+    assert fingerprints(html.replace("Home", "Start").replace("Copyright", "(c)")).tolist() == \
+        winnow(text).tolist()                              # other chrome, same fingerprints
+
+
+# ---------------------------------------------------------------------------------------------
+# the index
+
+
+@pytest.fixture(scope="module")
+def corpus() -> tuple[list[str], list[np.ndarray]]:
+    rng = random.Random(2024)
+    texts = [words(rng, rng.randint(150, 400)) for _ in range(2000)]
+    return texts, [winnow(t) for t in texts]
+
+
+def test_index_finds_a_planted_near_duplicate_without_comparing_everything(corpus) -> None:
+    texts, fps = corpus
+    index = NearDupIndex()
+    for i, f in enumerate(fps):
+        index.add(1000 + i, f)
+    assert len(index) == 2000
+    rng = random.Random(5)
+    compared = []
+    for target in (17, 999, 1500):
+        toks = texts[target].split()
+        for i in rng.sample(range(len(toks)), 4):
+            toks[i] = rng.choice(_WORDS)
+        planted = winnow(" ".join(toks))
+        found = index.query(planted)
+        assert found and found[0][0] == 1000 + target, found[:3]
+        assert found[0][1] > 0.7 and found[0][2] > 0.7
+        assert abs(found[0][1] - resemblance(planted, fps[target])) < 0.2
+        compared.append(index.last_compared)
+        assert index.last_candidates <= 20         # docs sharing any sampled hash
+        assert index.last_compared <= 3           # docs whose estimates were computed
+    # an unrelated page meets no candidate worth comparing, and no match
+    fresh = winnow(words(random.Random(99), 300))
+    assert index.query(fresh) == [] and index.last_compared == 0
+    assert index.compared == sum(compared)
+
+
+def test_index_containment_and_thresholds(corpus) -> None:
+    texts, fps = corpus
+    index = NearDupIndex()
+    for i, f in enumerate(fps[:500]):
+        index.add(i, f)
+    long_text = texts[42] + " " + texts[43]
+    index.add(9999, winnow(long_text))
+    # the first half of a stored page: resemblance ~ 0.5, containment ~ 1
+    part = winnow(texts[42])
+    found = dict((d, (r, c)) for d, r, c in index.query(part))
+    assert 9999 in found and found[9999][1] > 0.9
+    assert 42 in found and found[42][0] > 0.95          # itself, stored as doc 42
+    assert 9999 not in {d for d, _, _ in index.query(part, containment=1.01, threshold=0.9)}
+    # best first
+    res = index.query(part)
+    assert [r for _, r, _ in res] == sorted((r for _, r, _ in res), reverse=True)
+    # a tiny page never matches on a handful of hashes
+    tiny = winnow(" ".join(texts[42].split()[:6]))
+    assert tiny.size < 16 and index.query(tiny) == []
+
+
+def test_index_ignores_hashes_in_too_many_documents() -> None:
+    rng = random.Random(1)
+    chrome = words(rng, 120)
+    index = NearDupIndex(max_df=50)
+    for i in range(200):
+        index.add(i, winnow(chrome + " " + words(rng, 40)))
+    q = winnow(chrome + " " + words(rng, 40))
+    assert index.query(q) == [] and index.last_compared == 0
+    everything = NearDupIndex()          # the default max_df: the shared chrome makes them alike
+    for i in range(200):
+        everything.add(i, winnow(chrome + " " + words(rng, 40)))
+    assert len(everything.query(q)) == 200
+    assert NearDupIndex().query(q) == []                  # empty index
+    assert NearDupIndex().query(np.empty(0, dtype=np.uint64)) == []
+
+
+def test_persistence_round_trip(corpus) -> None:
+    texts, fps = corpus
+    index = NearDupIndex()
+    rows = []
+    doc_ids = [(-1) ** i * (i * 7_919_000_000_000 + 3) for i in range(300)]   # signed 64-bit ids
+    for d, f in zip(doc_ids, fps[:300]):
+        r = index.rows_for(d, f)
+        assert len(r) == min(SKETCH, f.size) and all(-2**63 <= h < 2**63 for _, h in r)
+        rows += r
+        index.add(d, f)
+    assert sorted(index.to_rows()) == sorted(rows)
+    # through SQLite, in any order
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE near_fps (doc_id INTEGER NOT NULL, hash INTEGER NOT NULL)")
+    db.executemany("INSERT INTO near_fps VALUES (?, ?)", rows)
+    back = NearDupIndex.from_rows(db.execute("SELECT doc_id, hash FROM near_fps ORDER BY random()"))
+    assert len(back) == len(index) and sorted(back.to_rows()) == sorted(rows)
+    for i in (0, 5, 150, 299):
+        q = winnow(texts[i] + " " + words(random.Random(i), 10))
+        assert back.query(q) == index.query(q) and back.query(q)[0][0] == doc_ids[i]
+    # the rebuilt index keeps growing
+    back.add(12345, fps[1000])
+    assert back.query(fps[1000])[0][0] == 12345
+    assert NearDupIndex.from_rows([]).query(fps[0]) == []
+    assert 1000 < index.nbytes / len(index) < 4000       # bytes per page: ~20·S + 16, plus slack
+
+
+# ---------------------------------------------------------------------------------------------
+# what to do with near-duplicates
+
+
+def test_links_worth_following() -> None:
+    orig = ["http://a/1", "http://a/2"]
+    assert not links_worth_following(["http://a/2", "http://a/1"], orig)
+    assert not links_worth_following([], orig)
+    assert links_worth_following(["http://a/1", "http://a/3"], orig)
+    assert links_worth_following([Link("http://a/3")], [Link("http://a/1")])
+    assert not links_worth_following([Link("http://a/1")], orig)
+
+
+def test_mirror_hosts() -> None:
+    pairs = [(f"http://a.example/{i}", f"http://b.example/{i}") for i in range(40)]
+    pairs += [("http://a.example/x", "http://a.example/y")]                 # same host: ignored
+    pairs += [(f"http://c.example/{i}", f"http://a.example/c{i}") for i in range(3)]
+    got = mirror_hosts(pairs, {"a.example": 50, "b.example": 42, "c.example": 100})
+    assert got == [("b.example", "a.example", pytest.approx(40 / 42))]
+    assert mirror_hosts(pairs, {"a.example": 50, "b.example": 200}) == \
+        [("a.example", "b.example", pytest.approx(40 / 50))]
+    assert mirror_hosts(pairs, {"a.example": 500, "b.example": 500}) == []
+    assert mirror_hosts(pairs)[0][2] == 1.0               # without page counts: an upper bound
