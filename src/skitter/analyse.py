@@ -17,6 +17,9 @@ from dataclasses import dataclass
 
 import xxhash
 
+import numpy as np
+
+from .dedup import fingerprints
 from .models import FetchResult, Page
 from .parse import parse_html
 from .store.warc import encode_pair
@@ -29,6 +32,7 @@ class Analysis:
     warc: bytes | None            # the request + response records, ready to append
     content_hash: str | None      # xxh3-128 of the decoded body (2xx only)
     page: Page | None             # parsed HTML (2xx HTML only)
+    fingerprints: "np.ndarray | None" = None  # winnowing fingerprints of the main text (HTML only)
 
 
 def is_html(result: FetchResult) -> bool:
@@ -38,7 +42,7 @@ def is_html(result: FetchResult) -> bool:
     return ctype is None and result.body[:512].lstrip()[:1] == b"<"
 
 
-def analyse(result: FetchResult, target_uri: str, ua_token: str) -> Analysis:
+def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dups: bool = True) -> Analysis:
     warc = encode_pair(result, target_uri=target_uri)
     status = result.status
     if status is None or not 200 <= status < 300:
@@ -48,6 +52,8 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str) -> Analysis:
     if is_html(result):
         page = parse_html(result.body, target_uri, result.header("content-type"),
                           x_robots_tag=result.header("x-robots-tag"), user_agent_token=ua_token)
+        fps = fingerprints(result.body, page.text, encoding=page.encoding) if near_dups else None
+        return Analysis(warc, digest, page, fps)
     return Analysis(warc, digest, page)
 
 

@@ -27,7 +27,24 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting("max_pages", 0, "stop after this many fetched pages (0 = no limit)", int),
     Setting("max_depth", 10, "links deeper than this many hops from a seed are not followed (seed 004)", int),
-    Setting("strategy", "bfs", "crawl order: bfs (breadth-first) or dfs (depth-first)", str, ("bfs", "dfs")),
+    Setting("strategy", "bfs", "crawl order: bfs (breadth-first), dfs (depth-first); focused on --topic: pdd, "
+            "weight, cosine (naive best-first), shark (SharkSearch); by importance: backlinks, pagerank (OPIC) "
+            "(docs/strategies.md)", str,
+            ("bfs", "dfs", "pdd", "weight", "cosine", "shark", "backlinks", "pagerank")),
+    Setting("topic", "", "focused strategies: the topic, as words (stemmed, stop words dropped)", str),
+    Setting("topic_file", "", "focused strategies: exemplary documents of the topic (seed 000), a text or HTML "
+            "file or a directory of them; their most frequent terms join --topic", str),
+    Setting("threshold", 3.0, "pdd and weight: a page is relevant iff its weight is above this (seed 001: t > 3)",
+            float),
+    Setting("min_similarity", 0.1, "cosine and shark: a page is relevant iff its cosine similarity to the topic "
+            "is above this", float),
+    Setting("tunnel", 3, "focused strategies: follow links through at most this many off-topic pages in a row "
+            "(tunnelling, seed 000; SharkSearch's depth bound d); links beyond go to the end of the queue", int),
+    Setting("shark_gamma", 0.3, "shark: weight γ of the inherited score against the anchor neighbourhood", float),
+    Setting("shark_delta", 0.5, "shark: decay δ of the inherited score per page", float),
+    Setting("shark_beta", 0.8, "shark: weight β of the anchor text against the anchor context", float),
+    Setting("link_weights", False, "backlinks and pagerank: weigh links by visibility × position / distance "
+            "(seed 004)", bool),
     Setting("scope", "host", "follow links within the seeds' hosts, their registrable domains, or anywhere",
             str, ("host", "domain", "any")),
     Setting("concurrency", 16, "requests in flight at once, over all hosts", int),
@@ -55,6 +72,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("robots_expiry", 86400.0, "seconds a cached robots.txt stays valid (RFC 9309: at most 24 h)", float),
     Setting("workers", -1, "worker processes for parsing, hashing and WARC compression (-1: one per spare "
             "core, at most 4; 0: all in the crawl process)", int),
+    Setting("near_duplicates", "new-links", "near-duplicate detection (winnowing): off, or on and follow a "
+            "near-duplicate's links only if it has links its original lacks (new-links) or always (all)",
+            str, ("off", "new-links", "all")),
     Setting("obey_robots", True, "obey robots.txt (the benchmark and the demo keep this on)", bool),
 )
 
@@ -66,6 +86,15 @@ class CrawlConfig:
     max_pages: int = 0
     max_depth: int = 10
     strategy: str = "bfs"
+    topic: str = ""
+    topic_file: str = ""
+    threshold: float = 3.0
+    min_similarity: float = 0.1
+    tunnel: int = 3
+    shark_gamma: float = 0.3
+    shark_delta: float = 0.5
+    shark_beta: float = 0.8
+    link_weights: bool = False
     scope: str = "host"
     concurrency: int = 16
     per_host: int = 1
@@ -87,6 +116,7 @@ class CrawlConfig:
     max_repeated_segments: int = 3
     robots_expiry: float = 86400.0
     workers: int = -1
+    near_duplicates: str = "new-links"
     obey_robots: bool = True
     # Not user settings: how the crawl was started.
     seeds: tuple[str, ...] = field(default=())

@@ -35,6 +35,7 @@ from typing import Callable
 from .config import CrawlConfig
 from .errors import BadSeedError, CrawlDirError
 from .fetch import Fetcher
+from .dedup import NearDupIndex, links_worth_following
 from .frontier.local import LocalFrontier
 from .frontier.politeness import Politeness, parse_retry_after
 from .linkfilter import LinkFilter
@@ -65,6 +66,7 @@ class CrawlStats:
     errors: int = 0
     retries: int = 0
     duplicates: int = 0
+    near_duplicates: int = 0
     disallowed: int = 0
     robots_fetches: int = 0
     bytes: int = 0
@@ -139,6 +141,8 @@ class Crawler:
         self.scorer = make_scorer(c.strategy)
         self.fetched_total = counts["fetched"]
         self.robots_token = product_token(c.user_agent)
+        self.neardup = (NearDupIndex.from_rows(db.conn.execute("SELECT doc_id, hash FROM near_fps"))
+                        if c.near_duplicates != "off" else None)
         self.frontier.gate = self._gate
 
     # -- the loop --------------------------------------------------------------------------
@@ -270,9 +274,10 @@ class Crawler:
 
     async def _analyse(self, result: FetchResult, url: str) -> Analysis:
         if self.pool is None:
-            return analyse(result, url, self.robots_token)
+            return analyse(result, url, self.robots_token, self.neardup is not None)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.pool, analyse, result, url, self.robots_token)
+        return await loop.run_in_executor(self.pool, analyse, result, url, self.robots_token,
+                                          self.neardup is not None)
 
     def _handle(self, cand: Candidate, result: FetchResult, analysis: Analysis) -> None:
         """Store the outcome of one fetch (sync: one page's writes never straddle a commit)."""
@@ -328,6 +333,7 @@ class Crawler:
         self.stats.pages += 1
         record.update(title=page.title, outlinks=page.outlinks, canonical=page.canonical,
                       noindex=int(page.noindex), nofollow=int(page.nofollow))
+        follow_links = self._near_duplicate(cand, page, analysis, record)
         relevance = self.scorer.relevance(cand.url, page)
         record["score"] = relevance if relevance is not None else cand.priority
         parent = ParentContext(url=cand.url, page=page, depth=cand.depth, priority=cand.priority,
@@ -335,7 +341,7 @@ class Crawler:
         follow = []
         depth = cand.depth + 1
         for link in page.links:
-            if link.nofollow or page.nofollow:
+            if link.nofollow or page.nofollow or not follow_links:
                 continue
             if self.filter.admit(link.url, depth):
                 follow.append(Candidate(url=link.url, depth=depth, parent=cand.url,
@@ -343,6 +349,29 @@ class Crawler:
         self._enqueue(follow)
         return page
 
+
+    def _near_duplicate(self, cand: Candidate, page: Page, analysis: Analysis, record: dict) -> bool:
+        """The near-duplicate test (seed 004 winnowing): record ``near_duplicate_of`` and index the
+        page. Returns whether the page's links are worth following."""
+        fps = analysis.fingerprints
+        if self.neardup is None or fps is None or not len(fps):
+            return True
+        doc = fingerprint(cand.url)
+        follow = True
+        match = self.neardup.query(fps)
+        if match:
+            row = self.db.conn.execute("SELECT url FROM pages WHERE fp = ?", (match[0][0],)).fetchone()
+            if row is not None:
+                record["near_duplicate_of"] = row[0]
+                self.stats.near_duplicates += 1
+                if self.config.near_duplicates == "new-links":
+                    original = [r[0] for r in self.db.conn.execute("SELECT dst_url FROM links WHERE src = ?",
+                                                                    (match[0][0],))]
+                    follow = links_worth_following(page.links, original)
+        self.db.conn.executemany("INSERT INTO near_fps (doc_id, hash) VALUES (?, ?)",
+                                 self.neardup.rows_for(doc, fps))
+        self.neardup.add(doc, fps)
+        return follow
 
     def _enqueue(self, cands: list[Candidate]) -> None:
         if not cands:

@@ -37,6 +37,8 @@ def summary(db: CrawlDB) -> dict[str, Any]:
         "statuses": statuses,
         "errors": errors,
         "duplicates": one("SELECT count(*) FROM fetches WHERE duplicate_of IS NOT NULL"),
+        "near_duplicates": one("SELECT count(*) FROM fetches WHERE near_duplicate_of IS NOT NULL"),
+        "mirrors": _mirrors(db),
         "disallowed": one("SELECT count(*) FROM fetches WHERE error LIKE 'robots:%'"),
         "queued": one("SELECT count(*) FROM urls WHERE state != 2"),
         "seen": one("SELECT count(*) FROM urls"),
@@ -48,6 +50,17 @@ def summary(db: CrawlDB) -> dict[str, Any]:
         "top_hosts": q("SELECT host, count(*) FROM fetches WHERE fetch_order IS NOT NULL GROUP BY host"
                        " ORDER BY count(*) DESC LIMIT 5"),
     }
+
+
+def _mirrors(db: CrawlDB) -> list[tuple[str, str, float]]:
+    """Hosts whose pages are mostly near-duplicates of another host's (seed 004's mirrors)."""
+    from .dedup import mirror_hosts
+
+    pairs = db.conn.execute("SELECT url, near_duplicate_of FROM fetches WHERE near_duplicate_of IS NOT NULL").fetchall()
+    if not pairs:
+        return []
+    per_host = dict(db.conn.execute("SELECT host, count(*) FROM fetches WHERE content_hash IS NOT NULL GROUP BY host"))
+    return [(a, b, round(share, 3)) for a, b, share in mirror_hosts(pairs, per_host)]
 
 
 def load_summary(directory: Path) -> dict[str, Any]:
@@ -75,6 +88,8 @@ def render(s: dict[str, Any]):
         ("status codes", ", ".join(f"{k}: {v}" for k, v in s["statuses"].items()) or "-"),
         ("errors", ", ".join(f"{k}: {v}" for k, v in s["errors"].items()) or "none"),
         ("exact duplicates", str(s["duplicates"])),
+        ("near-duplicates", str(s["near_duplicates"])),
+        ("mirrored hosts", ", ".join(f"{a} mirrors {b} ({share:.0%})" for a, b, share in s["mirrors"]) or "none"),
         ("robots-disallowed", str(s["disallowed"])),
         ("hosts", str(s["hosts"])),
         ("links stored", str(s["links"])),

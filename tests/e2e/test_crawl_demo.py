@@ -144,3 +144,28 @@ def test_demo_command(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "URLs fetched" in res.stdout and "finished" in res.stdout
     assert (tmp_path / "d" / "crawl.db").exists()
+
+
+def test_near_duplicates_recorded(polite_crawl):
+    """The crawl's near_duplicate_of against the demo web's labelled families (seed 004)."""
+    web, _, records, crawl_dir = polite_crawl
+    fetched = {r["url"] for r in records if r["content_hash"]}
+    truth = {frozenset(canonicalize(u) for u in pair) for pair in web.near_duplicate_pairs()}
+    truth = {p for p in truth if p <= fetched}
+    found = {frozenset((r["url"], r["near_duplicate_of"])) for r in records if r["near_duplicate_of"]}
+    assert truth, "the demo web has near-duplicate families"
+    # a family of n pages gives n-1 recorded pairs (each to its first-seen member): count a found
+    # pair right if both pages are in one labelled family
+    fam_of = {u: frozenset(canonicalize(x) for x in web.near_duplicate_family(u)) for u in fetched
+              if web.near_duplicate_family(u)}
+    right = [p for p in found if len({fam_of.get(u) for u in p}) == 1 and None not in {fam_of.get(u) for u in p}]
+    precision = len(right) / len(found)
+    members = {u for p in truth for u in p}
+    covered = {u for p in found for u in p}
+    recall = len(members & covered) / len(members)
+    print(f"near-duplicates in the crawl: precision {precision:.3f}, recall {recall:.3f}")
+    assert precision >= 0.95 and recall >= 0.90
+    stats = json.loads(skitter("stats", str(crawl_dir), "--json").stdout)
+    assert stats["near_duplicates"] == len(found)
+    mirrors = {(a, b) for a, b, _ in stats["mirrors"]}
+    assert mirrors, "the demo web's mirrored host is reported"

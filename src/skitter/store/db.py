@@ -12,6 +12,8 @@ Tables (schema version in ``meta``):
 - ``pages``     the parsed text fields of HTML pages (for the index and the focused strategies).
 - ``links``     the link graph with anchor text and the link attributes of seed 004.
 - ``contents``  the content-seen test: content hash -> first URL with that body.
+- ``near_fps``  the near-duplicate index's sketches (seed 004 winnowing; skitter.dedup): rows
+                (page fingerprint, sketch hash), rebuilt into memory on open.
 - ``robots``    robots.txt fetches per origin (status, sitemaps) for stats.
 
 Durability: WAL with synchronous=NORMAL survives kill -9 (only an OS crash could lose the last
@@ -95,6 +97,7 @@ CREATE TABLE IF NOT EXISTS links (
 CREATE INDEX IF NOT EXISTS links_src ON links (src);
 CREATE INDEX IF NOT EXISTS links_dst ON links (dst);
 CREATE TABLE IF NOT EXISTS contents (hash TEXT PRIMARY KEY, url TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS near_fps (doc_id INTEGER NOT NULL, hash INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS robots (
     origin TEXT PRIMARY KEY, fetched_at TEXT, outcome TEXT, crawl_delay REAL, sitemaps TEXT
 );
