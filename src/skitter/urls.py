@@ -199,8 +199,12 @@ def _authority_start(href: str) -> int:
 # component offsets through cffi.
 
 
+@lru_cache(maxsize=1 << 16)
 def _split(url: str) -> tuple[str, int, int, int, int]:
     """Parse ``url`` once: (href, host_start, port_start, path_start, path_end).
+
+    Memoised: the link filter, the politeness key and the scope test ask about the same URL in
+    turn, and a site's navigation links recur on every page.
 
     ``href[host_start:port_start]`` is the host, ``href[port_start:path_start]`` is ``:port``
     or empty, ``href[path_start:path_end]`` the path. Raises :class:`URLError` if ``url`` does
