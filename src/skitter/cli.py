@@ -67,6 +67,9 @@ def crawl(seeds: tuple[str, ...], output: str, resolve: tuple[str, ...], quiet: 
             raise UsageError(f"--resolve wants HOST:IP, got {item!r}")
         pairs.append((host.lower(), ip))
     config = CrawlConfig(**settings, seeds=tuple(seeds), resolve=tuple(pairs))
+    from .strategies import make_scorer
+
+    make_scorer(config.strategy, config)  # a focused strategy without a topic fails here, before any I/O
     summary = run_crawl(Path(output), config, quiet=quiet)
     if summary.get("interrupted"):
         sys.exit(130)
@@ -87,6 +90,9 @@ def run_crawl(directory: Path, config: CrawlConfig, *, quiet: bool = False, titl
         with Live(console=console, refresh_per_second=4, transient=True) as live:
             crawler.on_progress = lambda c: live.update(_progress(c, title))
             _run(crawler.run())
+    from .index import update_index
+
+    update_index(str(directory), True)  # the index equals a rebuild once the crawl stops
     summary = load_summary(directory)
     summary["interrupted"] = crawler.interrupted
     if not quiet:
@@ -161,7 +167,26 @@ def demo(output: str, pages: int, hosts: int) -> None:
         config = CrawlConfig(seeds=tuple(server.web.seeds()), delay=0.0, adaptive_delay=0.0, per_host=4,
                              concurrency=32, max_crawl_delay=0.02)
         run_crawl(out, config, title="crawling the demo web")
-    click.echo(f"crawl directory: {out}  (try: skitter stats {out} ; skitter export {out} --format jsonl)")
+        from .search.demo_qrels import write_demo_qrels
+
+        write_demo_qrels(server.web, out / "queries.tsv", out / "qrels.txt")
+    click.echo(f"crawl directory: {out}")
+    click.echo(f"  skitter stats {out}")
+    click.echo(f"  skitter search {out} 'telescope nebula'")
+    click.echo(f"  skitter eval {out} --queries {out}/queries.tsv --qrels {out}/qrels.txt")
+    click.echo(f"  skitter export {out} --format jsonl")
+
+
+from .cli_search import eval_cmd, index_cmd, search_cmd  # noqa: E402
+
+cli.add_command(search_cmd)
+cli.add_command(index_cmd)
+cli.add_command(eval_cmd)
+
+from .cli_rank import eval_crawl, rank  # noqa: E402
+
+cli.add_command(rank)
+cli.add_command(eval_crawl)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -75,6 +75,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("near_duplicates", "new-links", "near-duplicate detection (winnowing): off, or on and follow a "
             "near-duplicate's links only if it has links its original lacks (new-links) or always (all)",
             str, ("off", "new-links", "all")),
+    Setting("index_interval", 10.0, "seconds between updates of the search index while crawling (0: only "
+            "when the crawl stops)", float),
     Setting("obey_robots", True, "obey robots.txt (the benchmark and the demo keep this on)", bool),
 )
 
@@ -117,6 +119,7 @@ class CrawlConfig:
     robots_expiry: float = 86400.0
     workers: int = -1
     near_duplicates: str = "new-links"
+    index_interval: float = 10.0
     obey_robots: bool = True
     # Not user settings: how the crawl was started.
     seeds: tuple[str, ...] = field(default=())

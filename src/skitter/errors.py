@@ -3,7 +3,8 @@
     SkitterError
     ├── UsageError                 bad input at the command line: one line, exit status 2
     │   ├── BadSeedError           a seed URL that is invalid or not http(s)
-    │   └── CrawlDirError          a crawl directory that cannot be written, or is corrupt
+    │   ├── CrawlDirError          a crawl directory that cannot be written, or is corrupt
+    │   └── QuerySyntaxError       a search query that does not parse (column and caret line)
     └── FetchError                 one URL failed; recorded in the export's `error`, crawl goes on
         ├── DNSError               the host name does not resolve
         ├── ConnectError           refused, reset, unreachable
@@ -37,6 +38,25 @@ class BadSeedError(UsageError):
 
 class CrawlDirError(UsageError):
     """The crawl directory cannot be created or written, or its database is corrupt."""
+
+
+class QuerySyntaxError(UsageError):
+    """A malformed search query. ``column`` is 1-based; ``str()`` is the message, then the query
+    and a caret line under the place where it is wrong."""
+
+    def __init__(self, message: str, query: str = "", position: int = 0) -> None:
+        self.message = message
+        self.query = query
+        self.position = max(0, min(position, len(query)))
+        self.column = self.position + 1
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        if not self.query:
+            return f"bad query: {self.message}"
+        line = self.query.replace("\n", " ").replace("\t", " ")
+        return (f"bad query: {self.message} (column {self.column})\n"
+                f"  {line}\n  {' ' * self.position}^")
 
 
 class FetchError(SkitterError):

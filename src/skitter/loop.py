@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import Callable
 
 from .config import CrawlConfig
-from .errors import BadSeedError, CrawlDirError
+from .errors import BadSeedError, CrawlDirError, SkitterError
 from .fetch import Fetcher
 from .dedup import NearDupIndex, links_worth_following
 from .frontier.local import LocalFrontier
+from .index import update_index
 from .frontier.politeness import Politeness, parse_retry_after
 from .linkfilter import LinkFilter
 from .models import Candidate, FetchResult, Page
@@ -138,7 +139,7 @@ class Crawler:
                                                      adaptive=c.adaptive_delay, max_crawl_delay=c.max_crawl_delay))
         admitted = Counter(dict(db.conn.execute("SELECT host, count(*) FROM urls GROUP BY host").fetchall()))
         self.filter = LinkFilter(c, seeds, admitted)
-        self.scorer = make_scorer(c.strategy)
+        self.scorer = make_scorer(c.strategy, c)
         self.fetched_total = counts["fetched"]
         self.robots_token = product_token(c.user_agent)
         self.neardup = (NearDupIndex.from_rows(db.conn.execute("SELECT doc_id, hash FROM near_fps"))
@@ -167,15 +168,16 @@ class Crawler:
                 self._stop_event = asyncio.Event()
                 self._install_signals()
                 committer = asyncio.create_task(self._committer())
+                indexer = asyncio.create_task(self._indexer())
                 workers = [asyncio.create_task(self._worker()) for _ in range(max(1, c.concurrency))]
                 stopper = asyncio.create_task(self._stop_event.wait())
                 gatherer = asyncio.gather(*workers)
                 try:
                     await asyncio.wait([gatherer, stopper], return_when=asyncio.FIRST_COMPLETED)
                 finally:
-                    for task in (*workers, stopper, committer):
+                    for task in (*workers, stopper, committer, indexer):
                         task.cancel()
-                    results = await asyncio.gather(*workers, stopper, committer, return_exceptions=True)
+                    results = await asyncio.gather(*workers, stopper, committer, indexer, return_exceptions=True)
                     if not gatherer.cancelled():
                         gatherer.exception()  # retrieved: the same exceptions are in results
                     for r in results:
@@ -297,7 +299,7 @@ class Crawler:
             self._redirect(cand, result, record)
         elif status is not None and 200 <= status < 300:
             page = self._content(cand, analysis, record)
-        self._store(cand, record, page)
+        self._store(cand, record, page, result)
 
     def _redirect(self, cand: Candidate, result: FetchResult, record: dict) -> None:
         target = resolve(cand.url, result.header("location") or "")
@@ -338,6 +340,10 @@ class Crawler:
         record["score"] = relevance if relevance is not None else cand.priority
         parent = ParentContext(url=cand.url, page=page, depth=cand.depth, priority=cand.priority,
                                relevance=relevance)
+        on_page = getattr(self.scorer, "on_page", None)  # importance strategies raise queued URLs
+        if on_page is not None:
+            for url, priority in on_page(parent, page.links):
+                self.frontier.reprioritize(url, priority)
         follow = []
         depth = cand.depth + 1
         for link in page.links:
@@ -397,7 +403,7 @@ class Crawler:
         self._write_fetch(cand, {"url": cand.url, "final_url": None, "status": None, "error": error,
                                  "fetched_at": None, "depth": cand.depth, "parent": cand.parent}, order=None)
 
-    def _store(self, cand: Candidate, record: dict, page: Page | None) -> None:
+    def _store(self, cand: Candidate, record: dict, page: Page | None, result: FetchResult) -> None:
         self.order += 1
         self.fetched_total += 1
         self.stats.fetched += 1
@@ -411,10 +417,10 @@ class Crawler:
             fp = fingerprint(cand.url)
             conn = self.db.conn
             conn.execute(
-                "INSERT OR REPLACE INTO pages (fp, url, title, description, keywords, headings, text, lang, encoding)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO pages (fp, url, title, description, keywords, headings, text, lang, encoding,"
+                " last_modified, etag) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (fp, cand.url, page.title, page.description, page.keywords, "\n".join(page.headings),
-                 page.text, page.lang, page.encoding))
+                 page.text, page.lang, page.encoding, result.header("last-modified"), result.header("etag")))
             conn.executemany(
                 "INSERT INTO links (src, dst, dst_url, anchor, visibility, position, distance, nofollow)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -445,6 +451,24 @@ class Crawler:
             self._commit()
             if self.on_progress is not None:
                 self.on_progress(self)
+
+    async def _indexer(self) -> None:
+        """Keep DIR/index.db current while crawling (docs/search.md), in a process of its own:
+        it reads crawl.db (WAL readers never block the writer) and writes only index.db."""
+        if self.config.index_interval <= 0:
+            return
+        loop = asyncio.get_running_loop()
+        pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=worker_init, initargs=(os.getpid(),))
+        try:
+            while True:
+                await asyncio.sleep(self.config.index_interval)
+                try:
+                    await loop.run_in_executor(pool, update_index, str(self.directory))
+                except SkitterError:  # e.g. an index from another version: `skitter index` rebuilds
+                    return
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def _finish(self) -> None:
         db = getattr(self, "db", None)

@@ -32,6 +32,9 @@ class Frontier(Protocol):
     def requeue(self, candidate: Candidate, *, not_before: float) -> None:
         """Put a candidate back (a retry, or a wait for robots.txt) without a new URL-seen test."""
 
+    def reprioritize(self, url: str, priority: float) -> None:
+        """Raise a queued URL's priority (importance strategies: new in-links, OPIC cash)."""
+
     def stop(self) -> None:
         """Stop handing out candidates: next_ready returns None from now on."""
 

@@ -279,6 +279,55 @@ class LocalFrontier:
         self._schedule(h)
         self._wake.set()
 
+    def reprioritize(self, url: str, priority: float) -> None:
+        """Raise the priority of a queued URL (in its host's window or on disk) to ``priority``.
+
+        Never lowers a priority; a URL that is not queued (unknown, in flight, done) is left alone.
+        For the importance strategies (backlinks, OPIC), whose estimate of a URL grows as in-links
+        to it are found. A disk row that now beats its host window's worst is moved into the window
+        (the worst goes back to disk), so the window keeps holding the host's best URLs.
+        """
+        key = host_key(url)
+        h = self.hosts.get(key)
+        if h is None:
+            return
+        for i, (prio, neg_seq, cand) in enumerate(h.window):
+            if cand.url == url:
+                if priority <= prio or prio == float("inf"):
+                    return  # not higher, or a requeued candidate (it goes first anyway)
+                del h.window[i]
+                self.db.ensure_tx()
+                self.db.conn.execute("UPDATE urls SET priority = ? WHERE fp = ?", (priority, fingerprint(url)))
+                insort(h.window, (priority, neg_seq, _with_priority(cand, priority)))
+                self._reschedule(h, priority)
+                return
+        self.db.ensure_tx()
+        fp = fingerprint(url)
+        row = self.db.conn.execute("SELECT state, priority, seq FROM urls WHERE fp = ?", (fp,)).fetchone()
+        if row is None or row[0] != 0 or priority <= row[1]:
+            return  # unknown, leased (in flight: not in the window) or done; or not higher
+        seq = row[2]
+        if self._fits(h, priority, seq) and h.window:
+            row = self.db.conn.execute(
+                "SELECT url, depth, parent, redirects, attempts FROM urls WHERE fp = ?", (fp,)).fetchone()
+            self.db.conn.execute("UPDATE urls SET priority = ?, state = 1 WHERE fp = ?", (priority, fp))
+            h.backlog = max(0, h.backlog - 1)
+            cand = Candidate(url=row[0], depth=row[1], parent=row[2], priority=priority,
+                             redirects=row[3], attempts=row[4])
+            insort(h.window, (priority, -seq, cand))
+            if len(h.window) > self.window:
+                self._evict(h)
+            self._reschedule(h, priority)
+        else:
+            self.db.conn.execute("UPDATE urls SET priority = ? WHERE fp = ?", (priority, fp))
+
+    def _reschedule(self, h: _Host, priority: float) -> None:
+        """A candidate of ``h`` got better: re-rank the host if it now has a better head."""
+        if h.scheduled and h.ready_priority is not None and priority > h.ready_priority:
+            h.scheduled = False  # its old ready-heap entry goes stale
+        self._schedule(h)
+        self._wake.set()
+
     def set_crawl_delay(self, url: str, seconds: float | None) -> None:
         self._host(host_key(url)).clock.crawl_delay = seconds or 0.0
 
@@ -297,3 +346,8 @@ class LocalFrontier:
     @property
     def active_hosts(self) -> int:
         return sum(1 for h in self.hosts.values() if h.clock.active)
+
+
+def _with_priority(cand: Candidate, priority: float) -> Candidate:
+    return Candidate(url=cand.url, depth=cand.depth, parent=cand.parent, priority=priority,
+                     redirects=cand.redirects, attempts=cand.attempts, anchor=cand.anchor)

@@ -70,6 +70,8 @@ CREATE TABLE IF NOT EXISTS fetches (
     outlinks INTEGER,
     score REAL,
     pagerank REAL,
+    hub REAL,
+    authority REAL,
     canonical TEXT,
     noindex INTEGER NOT NULL DEFAULT 0,
     nofollow INTEGER NOT NULL DEFAULT 0,

@@ -1,0 +1,322 @@
+"""Evaluate a query on a crawl's index: matching, ranking, collapsing, snippets, suggestions.
+
+Ranking. FTS5's BM25 (k1 = 1.2, b = 0.75) with one weight per column, from seed 001's tag
+weights: meta 5, url 4, title 3, headings 2, body 1, and anchors 3 (the anchor text of the links
+to a page is what other pages call it: as telling as its own title). BM25 is computed for the
+query's positive terms (those not under a NOT). Then, with λ = ``pagerank_weight``::
+
+    score = (1 - λ) · bm25 / max(bm25 of this query's results) + λ · norm_pagerank
+
+    norm_pagerank = log(1 + pr · N) / log(1 + max_pr · N)     (0 when the crawl has no PageRank)
+
+where N is the number of indexed pages and max_pr the largest PageRank among them (PageRank is
+heavy-tailed: the log scale keeps ordinary pages apart). λ defaults to ``DEFAULT_PAGERANK_WEIGHT``
+(0.2); 0 ranks by text alone.
+
+Bare words (seed 004): the results are the pages with any of the words; those with all of them
+come first (``Hit.all_words``), each group ranked by score.
+
+Near-duplicate families (``fetches.near_duplicate_of``) collapse to their best-ranked member;
+``Hit.duplicates`` counts the members folded into it. ``Results.total`` counts results after
+collapsing.
+
+"Did you mean": a query word whose stem no indexed page has gets the closest vocabulary word
+(Levenshtein distance ≤ 1 for words of up to 4 letters, ≤ 2 beyond, among words seen in at
+least two places), closer first, then more frequent; ``Results.suggestion`` is the query with
+those words replaced.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..errors import UsageError
+from ..index import analyze
+from ..index.indexer import COLUMNS, _get, norm_pagerank, open_index
+from ..store.db import DB_NAME, connect
+from . import compile as qc
+from .query import Term, parse, walk
+from .snippets import highlight, snippet
+
+__all__ = ["Searcher", "Hit", "Results", "WEIGHTS", "DEFAULT_PAGERANK_WEIGHT", "search"]
+
+WEIGHTS = {"title": 3.0, "meta": 5.0, "headings": 2.0, "url": 4.0, "anchors": 3.0, "body": 1.0}
+DEFAULT_PAGERANK_WEIGHT = 0.2
+
+
+@dataclass
+class Hit:
+    rank: int
+    url: str
+    title: str
+    score: float
+    snippet: str                 # plain text, query words between ** and **
+    snippet_html: str            # HTML-escaped, query words in <mark>
+    title_html: str
+    bm25: float                  # -bm25() of FTS5: larger is better; 0 for filter-only queries
+    pagerank: float | None
+    date: str | None
+    host: str
+    all_words: bool | None       # bare-word queries: the page has every word
+    duplicates: int = 0          # near duplicates collapsed into this hit
+    fp: int = 0
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["score"] = round(self.score, 6)
+        d["bm25"] = round(self.bm25, 6)
+        return d
+
+
+@dataclass
+class Results:
+    query: str
+    hits: list[Hit]
+    total: int                   # results (after collapsing near duplicates)
+    matched: int                 # matching pages (before collapsing)
+    page: int
+    limit: int | None
+    suggestion: str | None = None
+    corrections: dict[str, str] = field(default_factory=dict)
+    bare: bool = False
+    elapsed_ms: float = 0.0
+
+    @property
+    def pages(self) -> int:
+        if not self.limit:
+            return 1
+        return max(1, -(-self.total // self.limit))
+
+    def as_dict(self) -> dict:
+        return {"query": self.query, "total": self.total, "matched": self.matched, "page": self.page,
+                "pages": self.pages, "limit": self.limit, "suggestion": self.suggestion,
+                "corrections": self.corrections, "bare": self.bare,
+                "elapsed_ms": round(self.elapsed_ms, 2), "hits": [h.as_dict() for h in self.hits]}
+
+
+class Searcher:
+    """Queries on one crawl directory's index. Cheap to keep open (the web UI keeps one)."""
+
+    def __init__(self, crawl_dir: Path | str, *, pagerank_weight: float = DEFAULT_PAGERANK_WEIGHT,
+                 weights: dict[str, float] | None = None) -> None:
+        if not 0.0 <= pagerank_weight <= 1.0:
+            raise UsageError(f"the PageRank weight must be within [0, 1], not {pagerank_weight}")
+        self.crawl_dir = Path(crawl_dir)
+        self.idx = open_index(self.crawl_dir, readonly=True)
+        self._crawl: sqlite3.Connection | None = None
+        self.pagerank_weight = pagerank_weight
+        w = dict(WEIGHTS, **(weights or {}))
+        self._bm25 = "bm25(fts, " + ", ".join(repr(float(w[c])) for c in COLUMNS) + ")"
+        self._vocab_cache: dict[int, tuple[list[str], list[int]]] = {}
+
+    def close(self) -> None:
+        self.idx.close()
+        if self._crawl is not None:
+            self._crawl.close()
+
+    def __enter__(self) -> "Searcher":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def crawl(self) -> sqlite3.Connection:
+        if self._crawl is None:
+            self._crawl = connect(self.crawl_dir / DB_NAME, readonly=True)
+        return self._crawl
+
+    # -- matching ----------------------------------------------------------------------------
+    def match_fps(self, query: str) -> set[int]:
+        """Every page the query matches (for bare words: any of them), unranked."""
+        p = qc.plan(parse(query))
+        return {r[0] for r in self._rows(p, scored=False)}
+
+    def _rows(self, p: qc.Plan, *, scored: bool = True) -> list[tuple]:
+        """(fp, score, family, pagerank) of every matching page."""
+        fsql, fparams = self._filters(p)
+        score = f"-{self._bm25}" if scored else "0.0"
+        if p.match is None:
+            return self.idx.execute(f"SELECT d.fp, 0.0, d.family, d.pagerank FROM docs d WHERE {fsql}",
+                                    fparams).fetchall()
+        expr = qc.fts(p.match)
+        if expr is not None:
+            return self.idx.execute(
+                f"SELECT f.rowid, {score}, d.family, d.pagerank FROM fts f JOIN docs d ON d.fp = f.rowid"
+                f" WHERE fts MATCH ? AND {fsql}", [expr, *fparams]).fetchall()
+        # the general case: a predicate on docs, scored by the positive terms
+        wsql, wparams = qc.sql(p.match)
+        rows = self.idx.execute(f"SELECT d.fp, 0.0, d.family, d.pagerank FROM docs d WHERE ({wsql}) AND {fsql}",
+                                [*wparams, *fparams]).fetchall()
+        if scored and p.positive and rows:
+            pos = qc.fts(qc.Or(tuple(p.positive))) if len(p.positive) > 1 else qc.fts(p.positive[0])
+            scores = dict(self.idx.execute(f"SELECT rowid, -{self._bm25} FROM fts WHERE fts MATCH ?", [pos]))
+            rows = [(fp, scores.get(fp, 0.0), fam, pr) for fp, _, fam, pr in rows]
+        return rows
+
+    @staticmethod
+    def _filters(p: qc.Plan) -> tuple[str, list]:
+        if not p.filters:
+            return "1", []
+        parts = [qc.sql(f) for f in p.filters]
+        return " AND ".join(f"({c})" for c, _ in parts), [x for _, ps in parts for x in ps]
+
+    # -- search ------------------------------------------------------------------------------
+    def search(self, query: str, *, limit: int | None = 10, page: int = 1, collapse: bool = True,
+               snippets: bool = True, suggest: bool = True) -> Results:
+        """Ranked results of ``query``; ``limit`` None: all of them."""
+        t0 = time.perf_counter()
+        if page < 1:
+            raise UsageError(f"pages are numbered from 1, not {page}")
+        if limit is not None and limit < 1:
+            raise UsageError(f"the limit must be at least 1, not {limit}")
+        tree = parse(query)
+        p = qc.plan(tree)
+        rows = self._rows(p)
+        first: set[int] = set()
+        if p.bare and rows:
+            first = {r[0] for r in self.idx.execute(
+                "SELECT rowid FROM fts WHERE fts MATCH ?", [qc.fts(p.first_tier)])}
+        lam = self.pagerank_weight
+        max_s = max((r[1] for r in rows), default=0.0) or 0.0
+        max_pr = _get(self.idx, "max_pagerank")
+        n_docs = self._n_docs()
+        ranked = []
+        for fp, s, fam, pr in rows:
+            nb = s / max_s if max_s > 0 else 0.0
+            score = (1.0 - lam) * nb + (lam * norm_pagerank(pr, max_pr, n_docs) if lam else 0.0)
+            tier = 0 if (not p.bare or fp in first) else 1
+            ranked.append((tier, -score, fp, s, fam, pr))
+        ranked.sort()
+        kept: list[list] = []
+        by_family: dict[int, list] = {}
+        for item in ranked:
+            fam = item[4]
+            if collapse and fam in by_family:
+                by_family[fam][1] += 1
+                continue
+            entry = [item, 0]
+            by_family[fam] = entry
+            kept.append(entry)
+        lo = (page - 1) * limit if limit else 0
+        window = kept[lo:lo + limit] if limit else kept[lo:]
+        stems = {t for tok in p.positive for t in tok.tokens}
+        hits = self._hits(window, lo, stems, p, snippets)
+        res = Results(query, hits, total=len(kept), matched=len(rows), page=page, limit=limit, bare=p.bare)
+        if suggest:
+            res.corrections = self.corrections(query, tree)
+            if res.corrections:
+                res.suggestion = _apply_corrections(query, tree, res.corrections)
+        res.elapsed_ms = (time.perf_counter() - t0) * 1000
+        return res
+
+    def _n_docs(self) -> int:
+        return _get(self.idx, "n_docs", 0)
+
+    def _hits(self, window: list, offset: int, stems: set[str], p: qc.Plan, snippets: bool) -> list[Hit]:
+        if not window:
+            return []
+        fps = [e[0][2] for e in window]
+        marks = ",".join("?" * len(fps))
+        docs = {r[0]: r for r in self.idx.execute(
+            f"SELECT fp, url, title, date, host FROM docs WHERE fp IN ({marks})", fps)}
+        texts: dict[int, tuple] = {}
+        if snippets:
+            try:
+                texts = {r[0]: r for r in self.crawl.execute(
+                    f"SELECT fp, text, description FROM pages WHERE fp IN ({marks})", fps)}
+            except sqlite3.Error:
+                texts = {}
+        hits = []
+        for i, ((tier, negscore, fp, s, fam, pr), dups) in enumerate(window):
+            _, url, title, date, host = docs[fp]
+            plain = markup = ""
+            if snippets:
+                _, text, desc = texts.get(fp, (fp, None, None))
+                plain, markup, n = snippet(text, stems)
+                if n == 0 and desc:
+                    dp, dm, dn = snippet(desc, stems)
+                    if dn:
+                        plain, markup = dp, dm
+            _, title_html = highlight(title, stems)
+            hits.append(Hit(rank=offset + i + 1, url=url, title=title or url, score=-negscore,
+                            snippet=plain, snippet_html=markup, title_html=title_html or "", bm25=s,
+                            pagerank=pr, date=date, host=host,
+                            all_words=(tier == 0) if p.bare else None, duplicates=dups, fp=fp))
+        return hits
+
+    # -- did you mean ------------------------------------------------------------------------
+    def corrections(self, query: str, tree=None) -> dict[str, str]:
+        """{word with no hits: suggested word} for the query's words."""
+        tree = tree if tree is not None else parse(query)
+        out: dict[str, str] = {}
+        for node in walk(tree):
+            if not isinstance(node, Term):
+                continue
+            for w in analyze.words(node.text):
+                if w in out or self._df(analyze.stem(w)) > 0:
+                    continue
+                s = self._closest(w)
+                if s:
+                    out[w] = s
+        return out
+
+    def _df(self, stem: str) -> int:
+        row = self.idx.execute("SELECT doc FROM vocab WHERE term = ?", (stem,)).fetchone()
+        return row[0] if row else 0
+
+    def _closest(self, word: str) -> str | None:
+        from rapidfuzz.distance import Levenshtein
+        from rapidfuzz.process import extract
+
+        n = len(word)
+        maxd = 1 if n <= 4 else 2
+        cand_words: list[str] = []
+        cand_n: list[int] = []
+        for L in range(max(1, n - maxd), n + maxd + 1):
+            ws, ns = self._vocab_of_len(L)
+            cand_words += ws
+            cand_n += ns
+        if not cand_words:
+            return None
+        found = extract(word, cand_words, scorer=Levenshtein.distance, score_cutoff=maxd, limit=None)
+        ranked = sorted(((d, -cand_n[i], w) for w, d, i in found if w != word))
+        for d, _, w in ranked[:20]:
+            if self._df(analyze.stem(w)) > 0:
+                return w
+        return None
+
+    def _vocab_of_len(self, n: int) -> tuple[list[str], list[int]]:
+        got = self._vocab_cache.get(n)
+        if got is None:
+            rows = self.idx.execute("SELECT word, n FROM words WHERE len = ? AND n >= 2", (n,)).fetchall()
+            got = ([r[0] for r in rows], [r[1] for r in rows])
+            self._vocab_cache[n] = got
+        return got
+
+
+def _apply_corrections(query: str, tree, corrections: dict[str, str]) -> str:
+    """The query with each corrected word replaced inside the terms it appears in."""
+    edits = []
+    for node in walk(tree):
+        if isinstance(node, Term):
+            seg = query[node.start:node.end]
+            new = seg
+            for w, s in corrections.items():
+                new = re.sub(rf"(?i)(?<![^\W_]){re.escape(w)}(?![^\W_])", s, new)
+            if new != seg:
+                edits.append((node.start, node.end, new))
+    out = query
+    for s, e, new in sorted(edits, reverse=True):
+        out = out[:s] + new + out[e:]
+    return out
+
+
+def search(crawl_dir: Path | str, query: str, **kwargs) -> Results:
+    """One query on one crawl directory (opens and closes the index)."""
+    with Searcher(crawl_dir, pagerank_weight=kwargs.pop("pagerank_weight", DEFAULT_PAGERANK_WEIGHT)) as s:
+        return s.search(query, **kwargs)

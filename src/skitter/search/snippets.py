@@ -1,0 +1,145 @@
+"""Snippets and highlights, computed on the page's stored text (not the index's stemmed text).
+
+A word is highlighted when its analysed form (folded, stemmed) is one of the query's tokens, so
+"Telescopes" lights up for the query ``telescope``. The snippet is the window of ``WIDTH`` words
+with the most distinct query tokens (then the most hits), starting a few words before its first
+hit; "…" marks a cut. Two renderings of the same snippet:
+
+- ``plain``: text with ``**`` around each highlighted word (``HL_START``/``HL_END``);
+- ``html``: HTML-escaped text with ``<mark>`` around each highlighted word (safe to insert).
+"""
+
+from __future__ import annotations
+
+import bisect
+import html
+import re
+from functools import lru_cache
+
+from ..index import analyze
+
+__all__ = ["HL_START", "HL_END", "WIDTH", "highlight", "snippet"]
+
+HL_START = "**"
+HL_END = "**"
+WIDTH = 32          # words in a snippet
+LEAD = 4            # words shown before the first hit of the window
+MAX_TEXT = 100_000  # characters of a page looked at
+_AVG_WORD = 7       # characters per word and space, to size a window before cutting it in words
+
+_WORD = re.compile(r"[^\W_]+")
+_SPACE = re.compile(r"\s+")
+
+
+def _is_hit(word: str, stems: frozenset[str] | set[str]) -> bool:
+    lw = word.lower()
+    if lw.isascii():
+        return lw not in analyze.STOP_WORDS and analyze.stem(lw) in stems
+    return any(t in stems for t in analyze.tokens(word))
+
+
+def _marks(text: str, stems: frozenset[str] | set[str]) -> list[tuple[int, int, bool]]:
+    """(start, end, is a hit) of every word of ``text`` (memoised per distinct word)."""
+    memo: dict[str, bool] = {}
+    out = []
+    for m in _WORD.finditer(text):
+        w = m.group()
+        hit = memo.get(w)
+        if hit is None:
+            hit = memo[w] = _is_hit(w, stems)
+        out.append((m.start(), m.end(), hit))
+    return out
+
+
+def _render(text: str, spans: list[tuple[int, int, bool]], lo: int, hi: int) -> tuple[str, str]:
+    plain: list[str] = []
+    markup: list[str] = []
+    pos = lo
+    for s, e, hit in spans:
+        if not hit or s < lo or e > hi:
+            continue
+        gap = text[pos:s]
+        plain.append(gap)
+        markup.append(html.escape(gap, quote=False))
+        w = text[s:e]
+        plain.append(HL_START + w + HL_END)
+        markup.append("<mark>" + html.escape(w, quote=False) + "</mark>")
+        pos = e
+    gap = text[pos:hi]
+    plain.append(gap)
+    markup.append(html.escape(gap, quote=False))
+    return _SPACE.sub(" ", "".join(plain)).strip(), _SPACE.sub(" ", "".join(markup)).strip()
+
+
+def highlight(text: str | None, stems: set[str] | frozenset[str]) -> tuple[str, str]:
+    """The whole of ``text`` (a title, say) with the query's words marked: (plain, html)."""
+    if not text:
+        return "", ""
+    return _render(text, _marks(text, stems), 0, len(text))
+
+
+@lru_cache(maxsize=256)
+def _candidates(stems: frozenset[str]) -> re.Pattern | None:
+    """A regex for the words that may analyse to one of ``stems``: those starting with the stem
+    less its last letter (Porter-2 stems are prefixes of the word but for a final y → i)."""
+    prefixes = sorted({st[:-1] if len(st) > 3 else st for st in stems if st}, key=len, reverse=True)
+    if not prefixes:
+        return None
+    alt = "|".join(re.escape(p) for p in prefixes)
+    return re.compile(rf"(?<![^\W_])(?:{alt})[^\W_]*", re.IGNORECASE)
+
+
+def snippet(text: str | None, stems: set[str] | frozenset[str], width: int = WIDTH) -> tuple[str, str, int]:
+    """The best window of ``text`` for ``stems``: (plain, html, number of hits in it).
+
+    Only the words that can be hits are looked at one by one (a regex of the stems' prefixes
+    finds them), so a snippet costs about one regex scan of the page, not one stem per word."""
+    if not text:
+        return "", "", 0
+    text = text[:MAX_TEXT]
+    stems = frozenset(stems)
+    rx = _candidates(stems)
+    memo: dict[str, bool] = {}
+    hits: list[tuple[int, int]] = []
+    if rx is not None:
+        for m in rx.finditer(text):
+            w = m.group()
+            hit = memo.get(w)
+            if hit is None:
+                hit = memo[w] = _is_hit(w, stems)
+            if hit:
+                hits.append((m.start(), m.end()))
+    span = width * _AVG_WORD
+    start_char = 0
+    if hits:
+        starts = [h[0] for h in hits]
+        names = [text[a:b].lower() for a, b in hits]
+        best = (-1, -1)
+        for i, (a, _) in enumerate(hits):
+            j = bisect.bisect_left(starts, a + span, i)
+            key = (len(set(names[i:j])), j - i)
+            if key > best:
+                best, start_char = key, a
+        # a few words of lead-in before the first hit of the window
+        lead = [m.start() for m in _WORD.finditer(text, max(0, start_char - LEAD * 16), start_char)]
+        start_char = lead[-LEAD] if len(lead) >= LEAD else (lead[0] if lead else start_char)
+        if start_char <= LEAD * 16 and not _WORD.search(text, 0, start_char):
+            start_char = 0
+    words = []
+    for m in _WORD.finditer(text, start_char):
+        words.append(m)
+        if len(words) == width:
+            break
+    if not words:
+        return "", "", 0
+    cut_front = bool(_WORD.search(text, 0, words[0].start()))
+    lo = words[0].start() if cut_front else 0
+    more = len(words) == width and _WORD.search(text, words[-1].end()) is not None
+    hi = words[-1].end() if more else len(text)
+    inside = [(a, b, True) for a, b in hits if lo <= a and b <= hi]
+    plain, markup = _render(text, inside, lo, hi)
+    if cut_front:
+        plain, markup = "… " + plain, "… " + markup
+    if more:
+        plain, markup = plain + " …", markup + " …"
+    return plain, markup, len(inside)

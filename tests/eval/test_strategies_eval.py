@@ -1,0 +1,211 @@
+"""Pinned floors for the crawl strategies on the demo web (served on loopback by DemoServer, crawled
+in-process by skitter.loop.Crawler, scored against the demo web's ground truth).
+
+The web: 2,000 pages on 4 hosts, 10 topics. A topic crawl gets 20% of the pages as its budget and
+the topic as seed 000 gives it: the topic's name and three exemplary pages (--topic-file). Crawls
+run with one request at a time so that their order is the strategy's and the floors reproducible.
+
+Run as a script to measure the table of docs/strategies.md (every strategy, every topic; minutes):
+
+    .venv/bin/python tests/eval/test_strategies_eval.py [--topics geology,cooking] [--pages 2000]
+
+Until the crawl loop passes the crawl config to make_scorer and calls the scorers' on_page hook,
+``EvalCrawler`` below does both (see ``_Hooked``); once the loop does, the adapter changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from skitter import loop
+from skitter.config import CrawlConfig
+from skitter.demo.server import DemoServer
+from skitter.demo.web import TOPIC_NAMES, DemoConfig, DemoWeb
+from skitter.evalcrawl import Evaluation, evaluate_crawl, load_labels
+from skitter.strategies import FOCUSED, IMPORTANCE, make_scorer
+from skitter.strategies.base import ParentContext
+from skitter.strategies.demo_labels import write_labels
+
+pytestmark = pytest.mark.slow
+
+PAGES, HOSTS = 2000, 4
+BUDGET = 0.2
+TOPIC = "geology"
+EXEMPLARS = 3
+
+LOOP_HAS_HOOK = "on_page" in inspect.getsource(loop.Crawler)
+
+
+class _Hooked:
+    """The scorer as the loop sees it, with on_page applied when each page's relevance is asked
+    (what the lead's loop change does right after it); hides on_page from the loop."""
+
+    def __init__(self, scorer, crawler: loop.Crawler) -> None:
+        self._scorer, self._crawler = scorer, crawler
+        self.name = scorer.name
+
+    def seed_priority(self, url):
+        return self._scorer.seed_priority(url)
+
+    def score(self, link, parent):
+        return self._scorer.score(link, parent)
+
+    def relevance(self, url, page):
+        r = self._scorer.relevance(url, page)
+        hook = getattr(self._scorer, "on_page", None)
+        if hook is not None:
+            parent = ParentContext(url=url, page=page, depth=0, priority=0.0, relevance=r)
+            for u, p in hook(parent, page.links):
+                self._crawler.frontier.reprioritize(u, p)
+        return r
+
+
+class EvalCrawler(loop.Crawler):
+    def _open(self) -> None:
+        super()._open()
+        scorer = make_scorer(self.config.strategy, self.config)
+        self.scorer = scorer if LOOP_HAS_HOOK else _Hooked(scorer, self)
+
+
+def crawl(directory: Path, config: CrawlConfig) -> None:
+    asyncio.run(EvalCrawler(directory, config).run())
+
+
+def write_exemplars(web: DemoWeb, topic: str, directory: Path, n: int = EXEMPLARS) -> Path:
+    """The first ``n`` articles of ``topic`` (on any host), as HTML files: seed 000's exemplary documents."""
+    t = web.topic_names.index(topic)
+    directory.mkdir(parents=True, exist_ok=True)
+    arts = [u for u in web.pages() if web.kind(u) == "page" and web.topic_of(u) == t][:n]
+    for i, u in enumerate(arts):
+        base, _, path = u.partition("/a/")
+        (directory / f"{i}.html").write_bytes(web.respond(base, "/a/" + path).body)
+    return directory
+
+
+class Bench:
+    """One demo web, its labels, and the crawls of it (each run once, cached)."""
+
+    def __init__(self, server: DemoServer, root: Path) -> None:
+        self.server, self.web, self.root = server, server.web, root
+        write_labels(self.web, root / "labels.jsonl")
+        self.labels = load_labels(root / "labels.jsonl")
+        self._done: dict[tuple, Evaluation] = {}
+
+    def run(self, strategy: str, topic: str | None = None, **settings) -> Evaluation:
+        key = (strategy, topic, tuple(sorted(settings.items())))
+        if key not in self._done:
+            d = self.root / f"crawl-{len(self._done)}-{strategy}"
+            extra = {}
+            if topic is not None:
+                extra = {"topic": topic,
+                         "topic_file": str(write_exemplars(self.web, topic, self.root / f"exemplars-{topic}"))}
+            cfg = CrawlConfig(seeds=tuple(self.web.seeds()), strategy=strategy, max_pages=int(BUDGET * PAGES),
+                              delay=0.0, adaptive_delay=0.0, max_crawl_delay=0.0, per_host=1, concurrency=1,
+                              workers=0, **extra, **settings)
+            crawl(d, cfg)
+            self._done[key] = evaluate_crawl(d, self.labels, topic)
+            self._done[key].directory = d
+        return self._done[key]
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    with DemoServer(DemoConfig(pages=PAGES, hosts=HOSTS)) as server:
+        yield Bench(server, tmp_path_factory.mktemp("eval"))
+
+
+# -- focused crawling ---------------------------------------------------------------------------
+
+def test_focused_strategies_beat_bfs_on_harvest_and_recall(bench):
+    bfs = bench.run("bfs", TOPIC)
+    runs = {name: bench.run(name, TOPIC) for name in FOCUSED}
+    for name, ev in runs.items():
+        assert ev.fetched == int(BUDGET * PAGES), name
+        assert ev.harvest_rate > bfs.harvest_rate, name
+    best = max(runs.values(), key=lambda ev: ev.harvest_rate)
+    assert best.harvest_rate >= 2 * bfs.harvest_rate
+    assert best.harvest_rate >= 0.40           # measured 0.485 (shark)
+    assert best.recall_at[BUDGET] >= 0.9       # measured 0.98 (shark)
+    assert runs["shark"].recall_at[BUDGET] >= 0.9
+    assert min(ev.recall_at[BUDGET] for ev in runs.values()) >= 0.7   # pdd, weight, cosine: ~0.8
+
+
+# -- importance --------------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=False, reason=(
+    "the demo web's top-1% PageRank pages are its home pages and topic roots, at depth 0-1 and listed "
+    "first on the home pages: BFS fetches all of them in its first 10% (100%); pagerank (OPIC) gets 95%. "
+    "Needs deep popular pages in the demo web (see docs/strategies.md)"))
+def test_pagerank_fetches_more_top_pages_early_than_bfs(bench):
+    bfs, pr = bench.run("bfs"), bench.run("pagerank")
+    assert pr.top_share_at[0.1] > bfs.top_share_at[0.1]
+
+
+def test_pagerank_finds_important_pages_early(bench):
+    bfs, pr = bench.run("bfs"), bench.run("pagerank")
+    assert pr.top_share_at[0.1] >= 0.9                  # measured 0.95
+    assert pr.top_share_at[0.25] == bfs.top_share_at[0.25] == 1.0
+    # seed 004's figure 6: after the first tenth, pagerank keeps fetching more important pages
+    rest = lambda ev: sum(ev.avg_pagerank[1:]) / len(ev.avg_pagerank[1:])  # noqa: E731
+    assert rest(pr) > 1.1 * rest(bfs)                    # measured 1.18 vs 1.03
+    assert pr.avg_pagerank[0] > 3 * pr.avg_pagerank[-1]
+
+
+# -- the tools on a real crawl ----------------------------------------------------------------------
+
+def test_rank_and_eval_crawl_on_a_demo_crawl(bench, tmp_path):
+    from click.testing import CliRunner
+
+    from skitter.cli_rank import eval_crawl
+    from skitter.rank import rank_crawl, top_pages
+
+    ev = bench.run("bfs")
+    info = rank_crawl(ev.directory)
+    assert info["nodes"] == ev.fetched and info["edges"] > ev.fetched
+    top = [r["url"] for r in top_pages(ev.directory, limit=HOSTS)]
+    assert set(top) == set(bench.web.seeds())           # the home pages, as in the ground truth
+    png = tmp_path / "eval.png"
+    out = CliRunner().invoke(eval_crawl, [str(ev.directory), str(bench.run("shark", TOPIC).directory),
+                                          "--labels", str(bench.root / "labels.jsonl"), "--topic", TOPIC,
+                                          "--plot", str(png)])
+    assert out.exit_code == 0, out.output
+    assert "harvest rate" in out.output and png.stat().st_size > 10_000
+
+
+# -- the table of docs/strategies.md -----------------------------------------------------------------
+
+def main(argv: list[str]) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--topics", default=",".join(TOPIC_NAMES))
+    ap.add_argument("--strategies", default=",".join(("bfs", "dfs", *FOCUSED, *IMPORTANCE)))
+    a = ap.parse_args(argv)
+    topics, strategies = a.topics.split(","), a.strategies.split(",")
+    with DemoServer(DemoConfig(pages=PAGES, hosts=HOSTS)) as server, tempfile.TemporaryDirectory() as tmp:
+        b = Bench(server, Path(tmp))
+        rows = []
+        for s in strategies:
+            evs = [b.run(s, t) for t in topics]
+            imp = b.run(s, topics[0])
+            mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+            rows.append((s, mean([e.harvest_rate for e in evs]), min(e.harvest_rate for e in evs),
+                         mean([e.recall_at[BUDGET] for e in evs]), min(e.recall_at[BUDGET] for e in evs),
+                         imp.top_share_at[0.1], imp.top_share_at[0.25], imp.top_share_at[0.5],
+                         mean(imp.avg_pagerank[1:])))
+            print(s, rows[-1], file=sys.stderr, flush=True)
+        print(f"| strategy | harvest rate (mean / min over {len(topics)} topics) | topic recall at 20% (mean / min) "
+              "| top-1% PageRank fetched at 10% / 25% / 50% | avg PageRank after the first tenth |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+        for s, h, hmin, r, rmin, t10, t25, t50, avg in rows:
+            print(f"| {s} | {h:.1%} / {hmin:.1%} | {r:.1%} / {rmin:.1%} | {t10:.0%} / {t25:.0%} / {t50:.0%} | {avg:.2f} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,417 @@
+"""The index and the query engine on a real (small) crawl of the demo web, checked against the
+brute-force reference evaluator (skitter.search.reference) for every operator."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from skitter.demo.server import DemoServer
+from skitter.demo.web import DemoConfig
+from skitter.errors import CrawlDirError, QuerySyntaxError, UsageError
+from skitter.index import COLUMNS, IndexMissingError, Indexer, analyze
+from skitter.index.indexer import stored_columns
+from skitter.search import Searcher
+from skitter.search.query import And, DateFilter, Near, Not, Or, Site, Term, Xor, unparse
+from skitter.search.reference import Reference
+from skitter.urls import fingerprint
+
+
+def crawl_demo(directory: Path, *, hosts: int = 3, pages: int = 300, seed: int = 3):
+    with DemoServer(DemoConfig(hosts=hosts, pages=pages, seed=seed, crawl_delay=0)) as srv:
+        res = subprocess.run([sys.executable, "-m", "skitter", "crawl", *srv.web.seeds(), "-o", str(directory),
+                              "--delay", "0", "--adaptive-delay", "0", "--max-crawl-delay", "0", "--quiet"],
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        return srv.web
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory):
+    d = tmp_path_factory.mktemp("idx") / "crawl"
+    web = crawl_demo(d)
+    before = hashlib.sha256((d / "crawl.db").read_bytes()).hexdigest()
+    stats = Indexer(d).rebuild()
+    after = hashlib.sha256((d / "crawl.db").read_bytes()).hexdigest()
+    assert before == after, "indexing must not write the crawl database"
+    return d, web, stats
+
+
+@pytest.fixture(scope="module")
+def ref(crawl):
+    return Reference(crawl[0])
+
+
+@pytest.fixture(scope="module")
+def searcher(crawl):
+    s = Searcher(crawl[0])
+    yield s
+    s.close()
+
+
+def fts_rows(directory: Path) -> dict[int, tuple]:
+    """The analysed columns of every indexed page, after checking that the (contentless) FTS
+    table holds exactly their postings: the per-column document count of every term, from
+    fts5vocab, equals the count from the stored columns (a stale posting would show)."""
+    rows = stored_columns(directory)
+    expected: Counter = Counter()
+    for cols in rows.values():
+        for c, text in zip(COLUMNS, cols):
+            expected.update((t, c) for t in set(text.split()))
+    conn = sqlite3.connect(directory / "index.db")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp.vc USING fts5vocab(main, fts, col)")
+        got = Counter({(t, c): n for t, c, n in conn.execute("SELECT term, col, doc FROM temp.vc")})
+        n_fts = conn.execute("SELECT count(*) FROM fts").fetchone()[0]
+        n_meta = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'n_docs'").fetchone()[0])
+    finally:
+        conn.close()
+    assert got == expected
+    assert n_fts == n_meta == len(rows)
+    return rows
+
+
+# ------------------------------------------------------------------------------ analyzer
+
+def test_analyzer():
+    assert analyze.tokens("The Running DOGS, running!") == ["run", "dog", "run"]
+    assert analyze.tokens("Café crème brûlée") == ["cafe", "creme", "brule"]
+    assert analyze.tokens("e-mail snake_case x2") == ["e", "mail", "snake", "case", "x2"]
+    assert analyze.tokens("of the and") == []
+    assert analyze.tokens("a" * 41 + " ok") == ["ok"]
+    assert analyze.url_words("http://www.Ex.com:8080/blue-whales/2.html?q=1") == "www Ex com 8080 blue whales 2 html q 1"
+
+
+# ------------------------------------------------------------------------------ contents
+
+def test_what_is_indexed(crawl, ref):
+    d, web, stats = crawl
+    rows = fts_rows(d)
+    assert set(rows) == set(ref.docs)
+    assert stats.docs == len(rows) and stats.indexed == len(rows)
+    conn = sqlite3.connect(d / "crawl.db")
+    noindex = {r[0] for r in conn.execute("SELECT fp FROM fetches WHERE noindex = 1")}
+    dups = {r[0] for r in conn.execute("SELECT fp FROM fetches WHERE duplicate_of IS NOT NULL")}
+    pages = {r[0] for r in conn.execute("SELECT fp FROM pages")}
+    conn.close()
+    assert noindex and dups, "the demo web has noindex pages and exact duplicates"
+    assert not (noindex | dups) & set(rows)
+    assert set(rows) == pages - noindex - dups
+    # every column as the reference analyses it (anchors included)
+    for fp, cols in rows.items():
+        assert list(cols) == [" ".join(ref.docs[fp].columns[c]) for c in COLUMNS]
+    assert any(cols[COLUMNS.index("anchors")] for cols in rows.values())
+
+
+def test_index_is_a_separate_file_and_readers_need_it(crawl, tmp_path):
+    d, _, _ = crawl
+    assert (d / "index.db").exists()
+    with pytest.raises(CrawlDirError):
+        Indexer(tmp_path)
+    (tmp_path / "crawl.db").write_bytes((d / "crawl.db").read_bytes())
+    with pytest.raises(IndexMissingError, match="skitter index"):
+        Searcher(tmp_path)
+
+
+def test_incremental_update_equals_rebuild(crawl, tmp_path):
+    """Index a crawl cut at half its fetches, then the whole crawl with update(): same index as
+    a rebuild (pages added, anchors of already indexed pages refreshed)."""
+    d, _, _ = crawl
+    part = tmp_path / "part"
+    part.mkdir()
+    shutil.copy(d / "crawl.db", part / "crawl.db")
+    conn = sqlite3.connect(part / "crawl.db")
+    half = conn.execute("SELECT max(fetch_order) / 2 FROM fetches").fetchone()[0]
+    late = [r[0] for r in conn.execute("SELECT fp FROM fetches WHERE fetch_order > ?", (half,))]
+    conn.executemany("DELETE FROM links WHERE src = ?", [(fp,) for fp in late])
+    conn.executemany("DELETE FROM pages WHERE fp = ?", [(fp,) for fp in late])
+    conn.execute("DELETE FROM fetches WHERE fetch_order > ?", (half,))
+    conn.commit()
+    conn.close()
+    Indexer(part, chunk=37).update()
+    partial = fts_rows(part)
+    assert 0 < len(partial) < len(fts_rows(d))
+    shutil.copy(d / "crawl.db", part / "crawl.db")   # the crawl went on: links rowids grow
+    # the crawl's links table is append-only: the copy has the same rows, so the late pages'
+    # links (which were deleted above) now have higher rowids only if re-inserted; emulate that
+    conn = sqlite3.connect(part / "crawl.db")
+    conn.execute("CREATE TEMP TABLE l AS SELECT * FROM links WHERE src IN (SELECT fp FROM fetches WHERE fetch_order > ?)",
+                 (half,))
+    conn.execute("DELETE FROM links WHERE src IN (SELECT fp FROM fetches WHERE fetch_order > ?)", (half,))
+    conn.execute("INSERT INTO links SELECT * FROM temp.l")
+    conn.commit()
+    conn.close()
+    lazy = Indexer(part, chunk=37).update(exact_anchors=False)   # as during a crawl
+    assert lazy.indexed > 0
+    stats = Indexer(part, chunk=37).update()                       # as when it ends
+    assert stats.indexed == 0 and lazy.anchors_refreshed + stats.anchors_refreshed > 0
+
+    def anchors_sorted(rows):   # links re-inserted above come in another order
+        a = COLUMNS.index("anchors")
+        return {fp: cols[:a] + (sorted(cols[a].split()),) + cols[a + 1:] for fp, cols in rows.items()}
+
+    assert anchors_sorted(fts_rows(part)) == anchors_sorted(fts_rows(d))
+    again = Indexer(part).update()
+    assert again.indexed == 0 and again.anchors_refreshed == 0
+
+
+def test_recrawled_page_is_replaced_or_removed(crawl, tmp_path):
+    d, _, _ = crawl
+    work = tmp_path / "c"
+    work.mkdir()
+    shutil.copy(d / "crawl.db", work / "crawl.db")
+    Indexer(work).rebuild()
+    conn = sqlite3.connect(work / "crawl.db")
+    top = conn.execute("SELECT max(fetch_order) FROM fetches").fetchone()[0]
+    a, b = [r[0] for r in conn.execute(
+        "SELECT p.fp FROM pages p JOIN fetches f USING (fp) WHERE f.noindex = 0 AND f.duplicate_of IS NULL"
+        " ORDER BY f.fetch_order LIMIT 2")]
+    conn.execute("UPDATE pages SET title = 'Zyzzyva unique' WHERE fp = ?", (a,))
+    conn.execute("UPDATE fetches SET fetch_order = ? WHERE fp = ?", (top + 1, a))
+    conn.execute("UPDATE fetches SET fetch_order = ?, noindex = 1 WHERE fp = ?", (top + 2, b))
+    conn.commit()
+    conn.close()
+    stats = Indexer(work).update()
+    assert stats.indexed == 1 and stats.removed == 1
+    with Searcher(work) as s:
+        assert s.match_fps("zyzzyva") == {a}
+        assert b not in s.match_fps("NOT zzzzqqq")
+
+
+# ------------------------------------------------------------------------------ operators vs reference
+
+FIXED = [
+    "telescope", "telescopes", "nebula galaxy", "nebula AND galaxy", "nebula OR keel", "nebula XOR galaxy",
+    "NOT nebula", "nebula -galaxy", "nebula NOT galaxy", "-nebula -galaxy", "nebula NEAR galaxy",
+    "nebula NEAR/0 galaxy", "nebula NEAR/3 galaxy NEAR/3 comet", "title:nebula", 'body:"nebula galaxy"',
+    "url:html", "anchor:nebula", "meta:nebula", "headings:nebula", '"harbour mistakes"', "keel XOR hull XOR rudder",
+    "(keel OR hull) -rudder", "NOT (keel OR hull)", "keel OR NOT hull", "NOT keel XOR NOT hull",
+    "the telescope", "the OR nebula", "nebula NEAR the", "e-mail", "zzzqqq", "zzzqqq OR keel",
+]
+
+
+@pytest.mark.parametrize("query", FIXED)
+def test_fixed_queries_match_the_reference(searcher, ref, query):
+    assert searcher.match_fps(query) == ref.match(query), query
+
+
+def test_filters_match_the_reference(searcher, ref, crawl):
+    d, web, _ = crawl
+    hosts = sorted({doc.host for doc in ref.docs.values()})
+    hostport = sorted({doc.hostport for doc in ref.docs.values()})[0]
+    day = min(doc.date for doc in ref.docs.values())[:10]
+    for q in [f"site:{hosts[0]}", f"keel site:{hosts[1]}", f"keel -site:{hosts[1]}", f"site:{hostport} nebula",
+              f"site:0.0.{hosts[0].rsplit('.', 1)[1]}", "site:nowhere.example",
+              f"after:{day}", f"before:{day}", "after:2999-01-01", "before:2000-01-01",
+              f"keel OR site:{hosts[2]}", f"NOT site:{hosts[0]} XOR after:{day}"]:
+        assert searcher.match_fps(q) == ref.match(q), q
+    assert searcher.match_fps(f"site:{hosts[0]}") and searcher.match_fps(f"after:{day}")
+
+
+@pytest.fixture(scope="module")
+def vocabulary(ref):
+    """Surface words of the crawl (frequent, middling, rare), adjacent pairs for phrases."""
+    counts: dict[str, int] = {}
+    pairs: list[str] = []
+    rng = random.Random(5)
+    docs = list(ref.docs.values())
+    for doc in docs:
+        for t in set(doc.columns["body"]):
+            counts[t] = counts.get(t, 0) + 1
+    by_freq = sorted(counts, key=lambda t: (-counts[t], t))
+    words = by_freq[:12] + by_freq[len(by_freq) // 3: len(by_freq) // 3 + 12] + by_freq[-8:]
+    for doc in rng.sample(docs, 20):
+        body = doc.columns["body"]
+        if len(body) > 3:
+            i = rng.randrange(len(body) - 2)
+            pairs.append(" ".join(body[i:i + rng.choice([2, 3])]))
+    hosts = sorted({d.host for d in docs})
+    return words + ["the", "of", "zzzqqq"], pairs, hosts
+
+
+def query_trees(words, pairs, hosts):
+    fields = st.sampled_from([None, None, None, None, "title", "meta", "headings", "url", "anchors", "body"])
+    word = st.sampled_from(words)
+
+    def term(field=True):
+        return st.one_of(
+            st.builds(lambda w, f: Term(w, False, f), word, fields if field else st.none()),
+            st.builds(lambda p, f: Term(p, True, f), st.sampled_from(pairs), fields if field else st.none()),
+        )
+
+    leaf = st.one_of(
+        term(), term(), term(),
+        st.builds(lambda ts, k: Near(tuple(ts), k), st.lists(term(False), min_size=2, max_size=3),
+                  st.sampled_from([0, 1, 3, 10, 30])),
+        st.builds(Site, st.sampled_from(hosts)),
+        st.builds(DateFilter, st.sampled_from(["after", "before"]), st.sampled_from(["2000-01-01", "2999-01-01"])),
+    )
+    return st.recursive(leaf, lambda kids: st.one_of(
+        st.builds(Not, kids),
+        st.builds(lambda cs, imp: And(tuple(cs), imp), st.lists(kids, min_size=2, max_size=3), st.booleans()),
+        st.builds(lambda cs: Or(tuple(cs)), st.lists(kids, min_size=2, max_size=3)),
+        st.builds(lambda cs: Xor(tuple(cs)), st.lists(kids, min_size=2, max_size=3)),
+    ), max_leaves=6)
+
+
+def test_generated_queries_match_the_reference(searcher, ref, vocabulary):
+    words, pairs, hosts = vocabulary
+
+    @settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(query_trees(words, pairs, hosts))
+    def check(tree):
+        q = unparse(tree)
+        try:
+            expected = ref.match(q)
+        except QuerySyntaxError:     # only stop words: the engine says so too
+            with pytest.raises(QuerySyntaxError):
+                searcher.match_fps(q)
+            return
+        assert searcher.match_fps(q) == expected, q
+
+    check()
+
+
+def test_ranked_search_returns_the_match_set_in_tiers(searcher, ref, vocabulary):
+    words, pairs, _ = vocabulary
+    for q in [f"{words[3]} {words[15]}", f"{words[0]} {words[20]} {pairs[0]!r}".replace("'", '"'),
+              f"{words[14]} OR {words[16]}", f"NOT {words[2]}"]:
+        res = searcher.search(q, limit=None, collapse=False, snippets=False)
+        fps = [h.fp for h in res.hits]
+        assert len(fps) == len(set(fps)) == res.total == res.matched
+        assert set(fps) == ref.match(q), q
+        first = ref.first_tier(q)
+        if first is not None:
+            assert res.bare
+            flags = [h.all_words for h in res.hits]
+            assert flags == sorted(flags, reverse=True)          # all the words first
+            assert {h.fp for h in res.hits if h.all_words} == first
+        for tier in (True, False, None):
+            scores = [h.score for h in res.hits if h.all_words is tier]
+            assert scores == sorted(scores, reverse=True)
+
+
+# ------------------------------------------------------------------------------ ranking, collapse
+
+def test_column_weights_reach_bm25(searcher, ref):
+    """With every column's weight 0 but the title's, exactly the title matches score above 0."""
+    counts = Counter(t for d in ref.docs.values() for t in set(d.columns["title"]))
+    word = next(w for w, n in counts.most_common() if 3 <= n <= len(ref.docs) // 4)
+    in_title = {fp for fp, d in ref.docs.items() if word in d.columns["title"]}
+    weights = {c: 0.0 for c in COLUMNS}
+    weights["title"] = 1.0
+    with Searcher(searcher.crawl_dir, weights=weights, pagerank_weight=0.0) as s:
+        res = s.search(word, limit=None, snippets=False, collapse=False)
+    assert {h.fp for h in res.hits if h.bm25 > 0} == in_title
+    assert {h.fp for h in res.hits} == ref.match(word)
+
+
+def _copy_crawl(crawl_dir: Path, dest: Path) -> Path:
+    dest.mkdir()
+    shutil.copy(crawl_dir / "crawl.db", dest / "crawl.db")
+    return dest
+
+
+def test_pagerank_blend_and_near_duplicate_collapse(crawl, tmp_path):
+    d, _, _ = crawl
+    work = _copy_crawl(d, tmp_path / "pr")
+    Indexer(work).rebuild()
+    with Searcher(work, pagerank_weight=0.0) as s:
+        base = s.search("keel", limit=None, snippets=False, collapse=False)
+    assert len(base.hits) >= 6
+    # give the text's worst hits the highest PageRank
+    conn = sqlite3.connect(work / "crawl.db")
+    worst = [h.fp for h in base.hits[-3:]]
+    conn.execute("UPDATE fetches SET pagerank = 0.0001")
+    for i, fp in enumerate(worst):
+        conn.execute("UPDATE fetches SET pagerank = ? WHERE fp = ?", (0.5 - 0.1 * i, fp))
+    # and fold the 2nd and 3rd best into the family of the best
+    best, second, third = (h.fp for h in base.hits[:3])
+    best_url = base.hits[0].url
+    conn.execute("UPDATE fetches SET near_duplicate_of = NULL WHERE fp = ?", (best,))
+    conn.executemany("UPDATE fetches SET near_duplicate_of = ? WHERE fp = ?", [(best_url, second), (best_url, third)])
+    conn.commit()
+    conn.close()
+    stats = Indexer(work).update()
+    assert stats.marks_refreshed and stats.indexed == 0
+    idx = sqlite3.connect(work / "index.db")
+    family = dict(idx.execute("SELECT fp, family FROM docs"))
+    idx.close()
+    assert family[second] == family[third] == family[best] == fingerprint(best_url) == best
+    with Searcher(work, pagerank_weight=1.0) as s:
+        res = s.search("keel", limit=3, snippets=False, collapse=False)
+        assert [h.fp for h in res.hits] == worst
+    with Searcher(work, pagerank_weight=0.0) as s:
+        res = s.search("keel", limit=None, snippets=False)
+        assert res.hits[0].fp == best and res.hits[0].duplicates >= 2
+        shown = {h.fp for h in res.hits}
+        assert second not in shown and third not in shown
+        assert res.matched == len(base.hits)
+        assert res.total == len({family[h.fp] for h in base.hits}) == len(res.hits)
+        assert len({family[fp] for fp in shown}) == len(shown)           # one page per family
+        assert sum(h.duplicates for h in res.hits) == res.matched - res.total
+        every = s.search("keel", limit=None, snippets=False, collapse=False)
+        assert every.total == len(base.hits)
+    with Searcher(work, pagerank_weight=0.3) as s:
+        mixed = s.search("keel", limit=None, snippets=False)
+        for h in mixed.hits:
+            assert 0.0 <= h.score <= 1.0
+
+
+def test_pagination(searcher):
+    full = searcher.search("keel OR hull", limit=None, snippets=False)
+    p1 = searcher.search("keel OR hull", limit=7, page=1, snippets=False)
+    p2 = searcher.search("keel OR hull", limit=7, page=2, snippets=False)
+    assert [h.url for h in p1.hits + p2.hits] == [h.url for h in full.hits[:14]]
+    assert [h.rank for h in p2.hits] == list(range(8, 15))
+    assert p1.pages == -(-full.total // 7)
+    assert searcher.search("keel", limit=7, page=10_000).hits == []
+    with pytest.raises(UsageError):
+        searcher.search("keel", page=0)
+
+
+# ------------------------------------------------------------------------------ snippets, suggestions
+
+def test_snippets_highlight_the_query_words(searcher):
+    res = searcher.search("keels hull", limit=5)
+    assert res.hits
+    for h in res.hits:
+        assert "**" in h.snippet and "<mark>" in h.snippet_html
+        for part in h.snippet.split("**")[1::2]:
+            assert analyze.tokens(part)[0] in {"keel", "hull"}
+        assert "<" not in h.snippet_html.replace("<mark>", "").replace("</mark>", "")
+
+
+def test_snippet_html_is_escaped():
+    from skitter.search.snippets import highlight, snippet
+
+    plain, html_, n = snippet("before <script>alert(1)</script> & the keel & after", {"keel"})
+    assert n == 1 and "**keel**" in plain
+    assert "&lt;/script&gt;" in html_ and "<mark>keel</mark>" in html_
+    assert "<" not in html_.replace("<mark>", "").replace("</mark>", "")
+    long = " ".join(f"w{i}" for i in range(200)) + " keel " + " ".join(f"v{i}" for i in range(200))
+    plain, _, _ = snippet(long, {"keel"})
+    assert plain.startswith("… ") and plain.endswith(" …") and "**keel**" in plain
+    assert len(plain.split()) <= 34
+    assert highlight("Keels & Hulls", {"keel"})[1] == "<mark>Keels</mark> &amp; Hulls"
+
+
+def test_did_you_mean(searcher):
+    res = searcher.search("telscope nebual", limit=3)
+    assert res.corrections == {"telscope": "telescope", "nebual": "nebula"}
+    assert res.suggestion == "telescope nebula"
+    res = searcher.search('title:"nebual" OR keel', limit=3)
+    assert res.suggestion == 'title:"nebula" OR keel'
+    assert searcher.search("telescope", limit=1).suggestion is None
+    assert searcher.search("qqqqqqqqqqqqq", limit=1).suggestion is None
