@@ -90,9 +90,10 @@ def run_crawl(directory: Path, config: CrawlConfig, *, quiet: bool = False, titl
         with Live(console=console, refresh_per_second=4, transient=True) as live:
             crawler.on_progress = lambda c: live.update(_progress(c, title))
             _run(crawler.run())
-    from .index import update_index
+    if config.index_interval >= 0:
+        from .index import update_index
 
-    update_index(str(directory), True)  # the index equals a rebuild once the crawl stops
+        update_index(str(directory), True)  # the index equals a rebuild once the crawl stops
     summary = load_summary(directory)
     summary["interrupted"] = crawler.interrupted
     if not quiet:

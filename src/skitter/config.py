@@ -76,7 +76,7 @@ SETTINGS: tuple[Setting, ...] = (
             "near-duplicate's links only if it has links its original lacks (new-links) or always (all)",
             str, ("off", "new-links", "all")),
     Setting("index_interval", 10.0, "seconds between updates of the search index while crawling (0: only "
-            "when the crawl stops)", float),
+            "when the crawl stops; -1: no index, build it later with skitter index)", float),
     Setting("obey_robots", True, "obey robots.txt (the benchmark and the demo keep this on)", bool),
 )
 
