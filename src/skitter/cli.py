@@ -176,6 +176,7 @@ def demo(output: str, pages: int, hosts: int) -> None:
     click.echo(f"  skitter search {out} 'telescope nebula'")
     click.echo(f"  skitter eval {out} --queries {out}/queries.tsv --qrels {out}/qrels.txt")
     click.echo(f"  skitter export {out} --format jsonl")
+    click.echo(f"  skitter serve {out}    (then open http://127.0.0.1:8000/ : search and crawl statistics)")
 
 
 from .cli_search import eval_cmd, index_cmd, search_cmd  # noqa: E402
@@ -188,6 +189,10 @@ from .cli_rank import eval_crawl, rank  # noqa: E402
 
 cli.add_command(rank)
 cli.add_command(eval_crawl)
+
+from .cli_serve import serve  # noqa: E402
+
+cli.add_command(serve)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,219 @@
+"""``skitter serve``: the search UI and crawl dashboard (starlette + jinja2, run by uvicorn).
+
+Pages: ``/`` (search box), ``/search?q=…&page=N`` (10 results a page), ``/advanced`` (a form
+that builds a query in skitter's query language and redirects to /search), ``/crawl`` (the
+crawl summary and four plots, refreshing every 5 s), ``/plot/{pages,status,hosts,queue}.png``.
+
+Crawled content is untrusted: every template is autoescaped, snippets and titles come from the
+engine's HTML-escaped ``snippet_html``/``title_html`` (only ``<mark>`` is added), a URL becomes
+an ``href`` only when it is http(s), and a Content-Security-Policy forbids inline scripts anyway.
+Every database access is read-only: ``crawl.db`` is opened per request for stats and plots, and
+each worker thread keeps one read-only :class:`~skitter.search.Searcher`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+from starlette.templating import Jinja2Templates
+
+from ..errors import QuerySyntaxError, SkitterError
+from ..store.db import DB_NAME, connect
+from . import plots
+
+PER_PAGE = 10
+REFRESH_SECONDS = 5
+TEMPLATES = Path(__file__).parent / "templates"
+CSP = ("default-src 'none'; img-src 'self'; style-src 'self' 'unsafe-inline'; form-action 'self';"
+       " base-uri 'none'; frame-ancestors 'none'")
+
+
+def is_http_url(url) -> bool:
+    """True for an absolute http(s) URL: the only URLs rendered as links."""
+    if not isinstance(url, str):
+        return False
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
+
+
+# -- the advanced-search form → a query string --------------------------------------------------
+def _words(text: str) -> list[str]:
+    """The words of a form field, each quoted as a one-word phrase so that nothing the user
+    types there (operators, parentheses, field:) is read as query syntax."""
+    return [f'"{w}"' for w in (w.replace('"', "") for w in (text or "").split()) if w]
+
+
+def _phrase(text: str) -> str | None:
+    t = " ".join((text or "").replace('"', " ").split())
+    return f'"{t}"' if t else None
+
+
+def build_query(form) -> str:
+    """A query in skitter's language from the advanced form's fields (a mapping of str)."""
+    g = lambda k: (form.get(k) or "").strip()  # noqa: E731
+    parts: list[str] = []
+    words = _words(g("all"))
+    if words:
+        parts.append(" AND ".join(words))
+    if (p := _phrase(g("phrase"))):
+        parts.append(p)
+    anyw = _words(g("any"))
+    if anyw:
+        parts.append("(" + " OR ".join(anyw) + ")" if len(anyw) > 1 else anyw[0])
+    xa, xb = _phrase(g("xor_a")), _phrase(g("xor_b"))
+    if xa and xb:
+        parts.append(f"({xa} XOR {xb})")
+    elif xa or xb:
+        parts.append(xa or xb)
+    na, nb = _phrase(g("near_a")), _phrase(g("near_b"))
+    if na and nb:
+        dist = g("near_k")
+        op = f"NEAR/{int(dist)}" if dist.isdigit() else "NEAR"
+        parts.append(f"{na} {op} {nb}")
+    elif na or nb:
+        parts.append(na or nb)
+    if (site := g("site")):
+        parts.append(f"site:{site.split()[0]}")
+    for key in ("after", "before"):
+        if (d := g(key)):
+            parts.append(f"{key}:{d.split()[0]}")
+    for w in _words(g("none")):
+        parts.append(f"NOT {w}")
+    if len(parts) == 1:
+        return parts[0]
+    return " AND ".join(parts)
+
+
+# -- the application -------------------------------------------------------------------------
+class _Searchers(threading.local):
+    searcher = None
+
+
+def make_env() -> jinja2.Environment:
+    """The templates' environment: autoescape on for every template, whatever its name."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    env.tests["http_url"] = is_http_url
+    return env
+
+
+def create_app(directory: Path | str) -> Starlette:
+    directory = Path(directory)
+    templates = Jinja2Templates(env=make_env())
+    local = _Searchers()
+
+    def searcher():
+        if local.searcher is None:
+            from ..search import Searcher
+
+            local.searcher = Searcher(directory)
+        return local.searcher
+
+    def page(request: Request, name: str, status: int = 200, **ctx) -> Response:
+        ctx.setdefault("q", "")
+        ctx["crawl_name"] = directory.name
+        resp = templates.TemplateResponse(request, name, ctx, status_code=status)
+        resp.headers["Content-Security-Policy"] = CSP
+        resp.headers["X-Content-Type-Options"] = "nosniff"
+        resp.headers["Referrer-Policy"] = "no-referrer"
+        return resp
+
+    def home(request: Request) -> Response:
+        return page(request, "index.html")
+
+    def search(request: Request) -> Response:
+        q = request.query_params.get("q", "")
+        if not q.strip():
+            return RedirectResponse("/", status_code=303)
+        try:
+            n = max(1, int(request.query_params.get("page", "1")))
+        except ValueError:
+            n = 1
+        try:
+            res = searcher().search(q, limit=PER_PAGE, page=n)
+        except QuerySyntaxError as exc:
+            return page(request, "search.html", 400, q=q, res=None, error=str(exc))
+        except (SkitterError, sqlite3.Error) as exc:
+            local.searcher = None
+            return page(request, "search.html", 503, q=q, res=None, error=str(exc))
+        first = max(1, min(res.page - 4, res.pages - 8))
+        nav = list(range(first, min(res.pages, first + 8) + 1))
+        link = lambda p: "/search?" + urlencode({"q": q, "page": p})  # noqa: E731
+        sugg = "/search?" + urlencode({"q": res.suggestion}) if res.suggestion else None
+        return page(request, "search.html", q=q, res=res, error=None, nav=nav, link=link, suggestion_link=sugg)
+
+    def advanced(request: Request) -> Response:
+        params = request.query_params
+        if params.get("go"):
+            q = build_query(params)
+            if q:
+                return RedirectResponse("/search?" + urlencode({"q": q}), status_code=303)
+            return page(request, "advanced.html", f=params, error="fill in at least one field")
+        return page(request, "advanced.html", f=params, error=None)
+
+    def crawl(request: Request) -> Response:
+        from ..stats import load_summary
+
+        try:
+            s = load_summary(directory)
+            error = None
+        except (SkitterError, sqlite3.Error) as exc:
+            s, error = {}, str(exc)
+        rows = [(k, _fmt(v)) for k, v in s.items()]
+        return page(request, "crawl.html", rows=rows, error=error, refresh=REFRESH_SECONDS,
+                    plots=list(plots.PLOTS))
+
+    def plot(request: Request) -> Response:
+        fn = plots.PLOTS.get(request.path_params["name"])
+        if fn is None:
+            return Response("no such plot", status_code=404, media_type="text/plain")
+        try:
+            conn = connect(directory / DB_NAME, readonly=True)
+        except sqlite3.Error as exc:
+            return Response(f"cannot open the crawl: {exc}", status_code=503, media_type="text/plain")
+        try:
+            png = fn(conn)
+        finally:
+            conn.close()
+        return Response(png, media_type="image/png", headers={"Cache-Control": "no-store"})
+
+    routes = [
+        Route("/", home),
+        Route("/search", search),
+        Route("/advanced", advanced),
+        Route("/crawl", crawl),
+        Route("/plot/{name}.png", plot),
+    ]
+    return Starlette(routes=routes)
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.2f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}: {x}" for k, x in v.items()) or "-"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(f"{x[0]} ({', '.join(str(y) for y in x[1:])})" if isinstance(x, (list, tuple)) else str(x)
+                         for x in v) or "-"
+    return str(v)
+
+
+def serve(directory: Path | str, host: str = "127.0.0.1", port: int = 8000) -> None:
+    import uvicorn
+
+    uvicorn.run(create_app(directory), host=host, port=port, log_level="warning")
