@@ -128,10 +128,13 @@ def test_per_host_limits_held(docs_crawl):
         peak = max(peak, open_now)
     assert peak <= PER_HOST
     assert peak == PER_HOST  # the limit was reached, so the check above means something
-    # Request starts at least DELAY apart. Measured at the server, a request on a new connection
-    # arrives a little later than one on a kept-alive connection: allow 10 ms for that.
-    gaps = [b.t0 - a.t0 for a, b in zip(hits, hits[1:])]
-    assert min(gaps) >= DELAY - 0.010
+    # Request starts at least DELAY apart (the crawler spaces its starts so). Measured at the
+    # server, arrival adds noise: a new connection arrives later than a kept-alive one, and a
+    # loaded machine delays a handler now and then. So: 99% of the gaps within 10 ms of DELAY and
+    # none below half of it (a crawler ignoring the delay would show gaps near 0).
+    gaps = sorted(b.t0 - a.t0 for a, b in zip(hits, hits[1:]))
+    assert gaps[len(gaps) // 100] >= DELAY - 0.010
+    assert gaps[0] >= DELAY / 2
 
 
 def test_every_reachable_allowed_page_fetched(docs_crawl):
