@@ -66,7 +66,7 @@ def crawl(seeds: tuple[str, ...], output: str, resolve: tuple[str, ...], quiet: 
         if not sep or not host:
             raise UsageError(f"--resolve wants HOST:IP, got {item!r}")
         pairs.append((host.lower(), ip))
-    config = CrawlConfig(**settings, seeds=tuple(seeds), resolve=tuple(pairs))
+    config = CrawlConfig(**settings, seeds=tuple(seeds), resolve=tuple(pairs)).validate()
     from .strategies import make_scorer
 
     make_scorer(config.strategy, config)  # a focused strategy without a topic fails here, before any I/O

@@ -125,6 +125,20 @@ class CrawlConfig:
     seeds: tuple[str, ...] = field(default=())
     resolve: tuple[tuple[str, str], ...] = field(default=())  # host -> IP overrides (curl --resolve)
 
+    def validate(self) -> "CrawlConfig":
+        """UsageError for a setting out of range (a crawl that would do nothing, or hang)."""
+        from .errors import UsageError
+
+        at_least = {"concurrency": 1, "per_host": 1, "max_depth": 0, "max_pages": 0, "delay": 0,
+                    "adaptive_delay": 0, "max_crawl_delay": 0, "max_body": 1024, "connect_timeout": 0.001,
+                    "read_timeout": 0.001, "total_timeout": 0.001, "retries": 0, "max_redirects": 0,
+                    "max_pages_per_host": 0, "host_burst": 0, "host_window": 1, "max_url_length": 16,
+                    "max_repeated_segments": 0, "robots_expiry": 0, "workers": -1, "tunnel": 0}
+        for name, low in at_least.items():
+            if getattr(self, name) < low:
+                raise UsageError(f"--{name.replace('_', '-')} must be at least {low}, got {getattr(self, name)}")
+        return self
+
     def worker_count(self) -> int:
         if self.workers >= 0:
             return self.workers

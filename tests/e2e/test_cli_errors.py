@@ -71,3 +71,12 @@ def test_unreachable_host_is_recorded_not_fatal(tmp_path):
 def test_bad_export_format(tmp_path):
     res = skitter("export", str(tmp_path), "--format", "xml")
     assert res.returncode != 0 and "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("flag,value", [("--per-host", "0"), ("--concurrency", "0"), ("--delay", "-1"),
+                                        ("--max-depth", "-2"), ("--host-window", "0")])
+def test_setting_out_of_range(tmp_path, flag, value):
+    line = one_error_line(skitter("crawl", "http://127.0.0.1:9/", "-o", str(tmp_path / "c"), flag, value,
+                                  "--quiet"))
+    assert flag in line and "at least" in line
+    assert not (tmp_path / "c").exists()
