@@ -286,22 +286,4 @@ def test_sql_predicates():
     c, params = qc.sql(qc.analyse(parse("after:2024-01-01 before:2024-02-01")))
     assert params == ["2024-01-01", "2024-02-01"]
 
-
-def test_parser_and_compiler_do_no_io():
-    """The query language is pure (STYLE.md habit 2): no sqlite3, asyncio, HTTP or files."""
-    import ast
-    from pathlib import Path
-
-    import skitter.search.compile
-    import skitter.search.query
-
-    banned = {"asyncio", "sqlite3", "aiohttp", "redis", "socket", "httpx", "os", "pathlib", "subprocess"}
-    for mod in (skitter.search.query, skitter.search.compile):
-        tree = ast.parse(Path(mod.__file__).read_text())
-        for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name.split(".")[0] for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module.split(".")[0]]
-            assert not banned.intersection(names), f"{mod.__name__} imports {banned.intersection(names)}"
+# The parser and compiler import no I/O: tests/unit/test_docs.py::test_pure_modules_do_no_io.
