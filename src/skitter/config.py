@@ -75,6 +75,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("near_duplicates", "new-links", "near-duplicate detection (winnowing): off, or on and follow a "
             "near-duplicate's links only if it has links its original lacks (new-links) or always (all)",
             str, ("off", "new-links", "all")),
+    Setting("near_dup_window", 50000, "pages the near-duplicate test compares a new page with: the last N "
+            "indexed (about 800 bytes each in memory; 0: every page, memory growing with the crawl)", int),
     Setting("index_interval", 10.0, "seconds between updates of the search index while crawling (0: only "
             "when the crawl stops; -1: no index, build it later with skitter index)", float),
     Setting("obey_robots", True, "obey robots.txt (the benchmark and the demo keep this on)", bool),
@@ -119,6 +121,7 @@ class CrawlConfig:
     robots_expiry: float = 86400.0
     workers: int = -1
     near_duplicates: str = "new-links"
+    near_dup_window: int = 50000
     index_interval: float = 10.0
     obey_robots: bool = True
     # Not user settings: how the crawl was started.
@@ -133,10 +136,13 @@ class CrawlConfig:
                     "adaptive_delay": 0, "max_crawl_delay": 0, "max_body": 1024, "connect_timeout": 0.001,
                     "read_timeout": 0.001, "total_timeout": 0.001, "retries": 0, "max_redirects": 0,
                     "max_pages_per_host": 0, "host_burst": 0, "host_window": 1, "max_url_length": 16,
-                    "max_repeated_segments": 0, "robots_expiry": 0, "workers": -1, "tunnel": 0}
+                    "max_repeated_segments": 0, "robots_expiry": 0, "workers": -1, "tunnel": 0,
+                    "near_dup_window": 0}
         for name, low in at_least.items():
             if getattr(self, name) < low:
                 raise UsageError(f"--{name.replace('_', '-')} must be at least {low}, got {getattr(self, name)}")
+        if 0 < self.near_dup_window < 100:
+            raise UsageError(f"--near-dup-window must be 0 (every page) or at least 100, got {self.near_dup_window}")
         return self
 
     def worker_count(self) -> int:

@@ -52,12 +52,13 @@ A page is a near-duplicate of a stored one when resemblance ≥ ``RESEMBLANCE`` 
 copy of a large one on two or three shared hashes). A sketch hash held by more than ``MAX_DF``
 (5,000) stored pages is left out of the lookups: boilerplate that main-content extraction missed.
 
-Memory: 20·S + 16 = 1,296 bytes per indexed page (S hashes of 8 bytes in the per-document
-sketches, S postings of 8 + 4 bytes in the inverted index, an offset and a doc id of 8 bytes each),
-plus the slack of growing arrays (≤ 2×; 1,500 bytes per page measured on the demo web), whatever
-the page's length. A query costs one binary search per hash of the new page in each of the
-O(log n) sorted runs; estimates are computed only for the stored pages that share enough sampled
-hashes (~0.2 per query on the demo web): 0.2-0.4 ms per page for query + add on this machine.
+Memory: 12·S + 20 = 788 bytes per indexed page (S postings of a hash and a document index, 8 + 4
+bytes; per document an id, τ and the sketch length), plus the slack of growing arrays in the
+newest generation, whatever the page's length. ``window`` bounds it: the crawl keeps the last
+50,000 indexed pages by default (``--near-dup-window``, about 40 MB), so memory stays flat on long
+crawls. A query costs one binary search per hash of the new page in each sorted run (O(log n)
+runs per generation, one per sealed generation); estimates are computed only for the stored pages
+that share enough sampled hashes (~0.2 per query on the demo web).
 """
 
 from __future__ import annotations
@@ -333,34 +334,100 @@ class _Grow:
         return self.a.nbytes
 
 
+class _Generation:
+    """The documents indexed between two seals: per document its id, sketch length and threshold
+    τ (its largest sketch hash), and one posting (hash -> document) per sketch hash, in sorted runs
+    merged as they grow (log-structured: an insertion costs O(log n) amortised)."""
+
+    __slots__ = ("ids", "tau", "n", "runs")
+
+    def __init__(self) -> None:
+        self.ids = _Grow(np.int64)
+        self.tau = _Grow(_U64)
+        self.n = _Grow(np.int32)
+        self.runs: list[tuple[np.ndarray, np.ndarray]] = []   # (sorted hashes, document indexes)
+
+    def __len__(self) -> int:
+        return self.ids.n
+
+    def add(self, doc_id: int, sk: np.ndarray) -> None:
+        i = self.ids.n
+        self.ids.extend(np.array([doc_id], dtype=np.int64))
+        self.tau.extend(sk[-1:])
+        self.n.extend(np.array([sk.size], dtype=np.int32))
+        runs = self.runs
+        runs.append((sk.copy(), np.full(sk.size, i, dtype=np.uint32)))
+        while len(runs) > 1 and runs[-2][0].size <= 2 * runs[-1][0].size:
+            k2, d2 = runs.pop()
+            k1, d1 = runs.pop()
+            keys = np.concatenate((k1, k2))
+            order = np.argsort(keys, kind="stable")
+            runs.append((keys[order], np.concatenate((d1, d2))[order]))
+
+    def seal(self) -> None:
+        """One run, arrays at their exact size: the generation takes no more room than it needs."""
+        if len(self.runs) > 1:
+            keys = np.concatenate([k for k, _ in self.runs])
+            docs = np.concatenate([d for _, d in self.runs])
+            order = np.argsort(keys, kind="stable")
+            self.runs = [(keys[order], docs[order])]
+        for g in (self.ids, self.tau, self.n):
+            g.a = g.view().copy()
+
+    def sketches(self) -> list[tuple[int, np.ndarray]]:
+        """(doc id, sketch) of every document, rebuilt from the postings."""
+        if not self.runs:
+            return []
+        keys = np.concatenate([k for k, _ in self.runs])
+        docs = np.concatenate([d for _, d in self.runs])
+        order = np.lexsort((keys, docs))
+        keys, docs = keys[order], docs[order]
+        cut = np.flatnonzero(np.diff(docs)) + 1
+        ids = self.ids.view()
+        return [(int(ids[docs[p[0]]]), p_keys) for p, p_keys in
+                zip(np.split(np.arange(docs.size), cut), np.split(keys, cut))]
+
+    @property
+    def nbytes(self) -> int:
+        return (self.ids.nbytes + self.tau.nbytes + self.n.nbytes
+                + sum(k.nbytes + d.nbytes for k, d in self.runs))
+
+
 class NearDupIndex:
     """Finds the stored near-duplicates of a new page without comparing it with every page.
 
-    Per document: its sketch (the ``sketch`` smallest fingerprints) and one posting per sketch hash
-    in an inverted index (log-structured: sorted runs merged as they grow, so an insertion costs
-    O(log n) amortised and a lookup one binary search per run). See the module docstring for the
-    estimators, thresholds and the bytes per page.
+    Per document: its sketch (the ``sketch`` smallest fingerprints) as one posting per sketch hash
+    in an inverted index, plus the sketch's length and largest hash (all the estimators need). See
+    the module docstring for the estimators, thresholds and the bytes per page.
+
+    Bounded memory (``window``): documents are indexed in generations of ``window / 4``; when a
+    generation is full it is sealed (one sorted run, exact-size arrays) and, once more than
+    ``window`` documents are held, the oldest generation is dropped. A page is then compared with
+    the last ``window`` to ``5/4 window`` indexed pages (the crawl's exact content-seen test still
+    covers every page). ``window=None``: every page, memory growing with the crawl.
 
     Persistence: :meth:`rows_for` gives the rows ``(doc_id, hash)`` (hash as a signed 64-bit
     integer, fit for an SQLite INTEGER) to insert with the page, in the crawl's transaction;
-    :meth:`from_rows` rebuilds the index from them (any order).
+    :meth:`from_rows` rebuilds the index from them (documents in order of first appearance).
     """
 
     def __init__(self, sketch: int = SKETCH, *, resemblance: float = RESEMBLANCE,
                  containment: float = CONTAINMENT, min_sample: int = MIN_SAMPLE,
-                 max_df: int = MAX_DF) -> None:
+                 max_df: int = MAX_DF, window: int | None = None) -> None:
         if sketch < 1:
             raise ValueError("sketch must be >= 1")
+        if window is not None and window < 4:
+            raise ValueError("window must be >= 4 documents (or None)")
         self.sketch = sketch
         self.resemblance = resemblance
         self.containment = containment
         self.min_sample = min_sample
         self.max_df = max_df
-        self._vals = _Grow(_U64)                 # sketches, concatenated (each sorted)
-        self._off = _Grow(np.int64)              # start of each document's sketch in _vals
-        self._off.extend(np.zeros(1, dtype=np.int64))
-        self._ids = _Grow(np.int64)              # dense index -> doc_id
-        self._runs: list[tuple[np.ndarray, np.ndarray]] = []   # (sorted hashes, positions in _vals)
+        self.window = window
+        self._gen_size = None if window is None else window // 4
+        self._gens: list[_Generation] = [_Generation()]
+        self._count = 0
+        self.dropped = 0           # documents dropped out of the window
         self.last_candidates = 0   # stored documents that shared a sketch hash with the last query
         self.last_compared = 0     # of those, the ones whose estimates were computed
         self.compared = 0          # running total of last_compared
@@ -383,25 +450,22 @@ class NearDupIndex:
     def _add_sketch(self, doc_id: int, sk: np.ndarray) -> None:
         if sk.size == 0:
             return
-        start = self._vals.n
-        self._vals.extend(sk)
-        self._off.extend(np.array([self._vals.n], dtype=np.int64))
-        self._ids.extend(np.array([doc_id], dtype=np.int64))
-        self._push_run(sk.copy(), np.arange(start, start + sk.size, dtype=np.uint32))
-
-    def _push_run(self, keys: np.ndarray, pos: np.ndarray) -> None:
-        runs = self._runs
-        runs.append((keys, pos))
-        while len(runs) > 1 and runs[-2][0].size <= 2 * runs[-1][0].size:
-            k2, p2 = runs.pop()
-            k1, p1 = runs.pop()
-            keys = np.concatenate((k1, k2))
-            order = np.argsort(keys, kind="stable")
-            runs.append((keys[order], np.concatenate((p1, p2))[order]))
+        gen = self._gens[-1]
+        if self._gen_size is not None and len(gen) >= self._gen_size:
+            gen.seal()
+            gen = _Generation()
+            self._gens.append(gen)
+            while self._count - len(self._gens[0]) >= self.window:
+                old = self._gens.pop(0)
+                self._count -= len(old)
+                self.dropped += len(old)
+        gen.add(doc_id, sk)
+        self._count += 1
 
     @classmethod
     def from_rows(cls, rows: Iterable[tuple[int, int]], **kwargs) -> "NearDupIndex":
-        """An index rebuilt from persisted ``(doc_id, hash)`` rows (in any order)."""
+        """An index rebuilt from persisted ``(doc_id, hash)`` rows (any order; the documents are
+        indexed in the order of their first row, so with a ``window`` pass them oldest first)."""
         index = cls(**kwargs)
         ids: list[int] = []
         hs: list[int] = []
@@ -412,41 +476,34 @@ class NearDupIndex:
             return index
         d = np.asarray(ids, dtype=np.int64)
         h = np.asarray(hs, dtype=np.int64).view(_U64)
-        order = np.lexsort((h, d))
-        d, h = d[order], h[order]
-        cut = np.flatnonzero(np.diff(d)) + 1
-        starts = np.concatenate(([0], cut))
-        ends = np.concatenate((cut, [d.size]))
-        n_docs = starts.size
-        # one bulk build: sketches in doc order, one sorted run
-        sk_parts = []
-        for s, e in zip(starts.tolist(), ends.tolist()):
-            sk_parts.append(np.unique(h[s:e])[:index.sketch])
-        lens = np.array([p.size for p in sk_parts], dtype=np.int64)
-        vals = np.concatenate(sk_parts)
-        index._vals.extend(vals)
-        index._off.extend(np.cumsum(lens))
-        index._ids.extend(d[starts])
-        order = np.argsort(vals, kind="stable")
-        index._runs = [(vals[order], order.astype(np.uint32))]
-        assert index._ids.n == n_docs
+        _, first, inv = np.unique(d, return_index=True, return_inverse=True)
+        rank_of = np.empty(first.size, dtype=np.int64)   # each document's rank by first appearance
+        rank_of[np.argsort(first, kind="stable")] = np.arange(first.size)
+        rank = rank_of[inv.reshape(-1)]
+        order = np.lexsort((h, rank))
+        d, h, rank = d[order], h[order], rank[order]
+        cut = np.flatnonzero(np.diff(rank)) + 1
+        for dd, hh in zip(np.split(d, cut), np.split(h, cut)):
+            index._add_sketch(int(dd[0]), np.unique(hh)[:index.sketch])
+        for gen in index._gens:
+            gen.seal()
         return index
 
     def to_rows(self) -> list[tuple[int, int]]:
-        """Every persisted row ``(doc_id, hash)`` of the index."""
-        off = self._off.view()
-        lens = np.diff(off)
-        ids = np.repeat(self._ids.view(), lens)
-        return list(zip(ids.tolist(), _signed(self._vals.view()).tolist()))
+        """Every persisted row ``(doc_id, hash)`` of the documents the index holds."""
+        out: list[tuple[int, int]] = []
+        for gen in self._gens:
+            for doc_id, sk in gen.sketches():
+                out += [(doc_id, h) for h in _signed(sk).tolist()]
+        return out
 
     def __len__(self) -> int:
-        return self._ids.n
+        return self._count
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the index's arrays (capacity included)."""
-        return (self._vals.nbytes + self._off.nbytes + self._ids.nbytes
-                + sum(k.nbytes + p.nbytes for k, p in self._runs))
+        return sum(g.nbytes for g in self._gens)
 
     # -- querying ----------------------------------------------------------------------------
     def query(self, fps: np.ndarray, threshold: float | None = None, *,
@@ -463,31 +520,32 @@ class NearDupIndex:
         c_min = self.containment if containment is None else containment
         self.last_candidates = self.last_compared = 0
         a = _sorted_set(fps)
-        if a.size == 0 or not self._runs:
+        if a.size == 0 or not self._count:
             return []
         # 1. look every hash of the new page up in every run: its postings
-        found = []                                  # (run, hashes found, first, end)
-        for r, (keys, _) in enumerate(self._runs):
-            lo = np.searchsorted(keys, a, "left")
-            hit = keys[np.minimum(lo, keys.size - 1)] == a
-            if not hit.any():
-                continue
-            lo, ah = lo[hit], a[hit]
-            hi = np.searchsorted(keys, ah, "right")
-            found.append((r, ah, lo, hi))
+        found = []                                  # (generation, run, hashes found, first, end)
+        for g, gen in enumerate(self._gens):
+            for keys, docs in gen.runs:
+                lo = np.searchsorted(keys, a, "left")
+                hit = keys[np.minimum(lo, keys.size - 1)] == a
+                if not hit.any():
+                    continue
+                lo, ah = lo[hit], a[hit]
+                hi = np.searchsorted(keys, ah, "right")
+                found.append((g, docs, ah, lo, hi))
         if not found:
             return []
-        if self.max_df < len(self):                 # a hash in too many documents is boilerplate
-            allh = np.concatenate([ah for _, ah, _, _ in found])
-            alld = np.concatenate([hi - lo for _, _, lo, hi in found])
+        if self.max_df < self._count:               # a hash in too many documents is boilerplate
+            allh = np.concatenate([f[2] for f in found])
+            alld = np.concatenate([f[4] - f[3] for f in found])
             uh, inv = np.unique(allh, return_inverse=True)
             total_df = np.bincount(inv, weights=alld, minlength=uh.size)
             common = uh[total_df > self.max_df]
             if common.size:
-                found = [(r, ah[keep], lo[keep], hi[keep]) for r, ah, lo, hi in found
+                found = [(g, docs, ah[keep], lo[keep], hi[keep]) for g, docs, ah, lo, hi in found
                          for keep in [~np.isin(ah, common)]]
-        positions = []
-        for r, _, lo, hi in found:
+        per_gen: dict[int, list[np.ndarray]] = defaultdict(list)
+        for g, docs, _, lo, hi in found:
             lens = hi - lo
             total = int(lens.sum())
             if total == 0:
@@ -496,39 +554,40 @@ class NearDupIndex:
                 idx = lo
             else:
                 idx = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(lo, lens)
-            positions.append(self._runs[r][1][idx])
-        if not positions:
-            return []
-        pos = np.concatenate(positions).astype(np.int64)
-        off = self._off.view()
-        docs = np.sort(np.searchsorted(off, pos, "right") - 1)
-        starts = np.flatnonzero(np.concatenate(([True], docs[1:] != docs[:-1])))
-        cand = docs[starts]
-        hits = np.diff(np.append(starts, docs.size))
-        self.last_candidates = int(cand.size)
-        # 2. a cheap necessary condition before the estimates: enough shared sampled hashes
-        sk_len = off[cand + 1] - off[cand]
+            per_gen[g].append(docs[idx])
+        out_ids, out_res, out_con = [], [], []
         need = min(r_min, c_min)
-        worth = hits >= np.maximum(1, np.floor(need * np.minimum(sk_len, self.min_sample)))
-        cand, hits, sk_len = cand[worth], hits[worth], sk_len[worth]
-        self.last_compared = int(cand.size)
+        for g, parts in per_gen.items():
+            gen = self._gens[g]
+            docs = np.sort(np.concatenate(parts))
+            starts = np.flatnonzero(np.concatenate(([True], docs[1:] != docs[:-1])))
+            cand = docs[starts].astype(np.int64)
+            hits = np.diff(np.append(starts, docs.size))
+            self.last_candidates += int(cand.size)
+            # 2. a cheap necessary condition before the estimates: enough shared sampled hashes
+            sk_len = gen.n.view()[cand]
+            worth = hits >= np.maximum(1, np.floor(need * np.minimum(sk_len, self.min_sample)))
+            cand, hits, sk_len = cand[worth], hits[worth], sk_len[worth]
+            self.last_compared += int(cand.size)
+            if cand.size == 0:
+                continue
+            # 3. the estimates, on the region of hash space where each stored sketch is complete
+            complete = sk_len < self.sketch
+            tau = gen.tau.view()[cand]
+            n_a = np.where(complete, a.size, np.searchsorted(a, tau, "right"))
+            union = n_a + sk_len - hits
+            res = hits / np.maximum(union, 1)
+            con = hits / np.maximum(n_a, 1)
+            ok = (((res >= r_min) & (union >= self.min_sample))
+                  | ((con >= c_min) & (n_a >= self.min_sample)))
+            if ok.any():
+                out_ids.append(gen.ids.view()[cand[ok]])
+                out_res.append(res[ok])
+                out_con.append(con[ok])
         self.compared += self.last_compared
-        if cand.size == 0:
+        if not out_ids:
             return []
-        # 3. the estimates, on the region of hash space where each stored sketch is complete
-        vals = self._vals.view()
-        complete = sk_len < self.sketch
-        tau = vals[off[cand + 1] - 1]
-        n_a = np.where(complete, a.size, np.searchsorted(a, tau, "right"))
-        union = n_a + sk_len - hits
-        res = hits / np.maximum(union, 1)
-        con = hits / np.maximum(n_a, 1)
-        ok = (((res >= r_min) & (union >= self.min_sample))
-              | ((con >= c_min) & (n_a >= self.min_sample)))
-        if not ok.any():
-            return []
-        ids = self._ids.view()[cand[ok]]
-        res, con = res[ok], con[ok]
+        ids, res, con = np.concatenate(out_ids), np.concatenate(out_res), np.concatenate(out_con)
         order = np.lexsort((-con, -res))
         if limit is not None:
             order = order[:limit]

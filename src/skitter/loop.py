@@ -35,7 +35,7 @@ from typing import Callable
 from .config import CrawlConfig
 from .errors import BadSeedError, CrawlDirError, SkitterError
 from .fetch import Fetcher
-from .dedup import NearDupIndex, links_worth_following
+from .dedup import SKETCH, NearDupIndex, links_worth_following
 from .frontier.local import LocalFrontier
 from .index import update_index
 from .frontier.politeness import Politeness, parse_retry_after
@@ -142,9 +142,22 @@ class Crawler:
         self.scorer = make_scorer(c.strategy, c)
         self.fetched_total = counts["fetched"]
         self.robots_token = product_token(c.user_agent)
-        self.neardup = (NearDupIndex.from_rows(db.conn.execute("SELECT doc_id, hash FROM near_fps"))
-                        if c.near_duplicates != "off" else None)
+        self.neardup = self._load_neardup(db) if c.near_duplicates != "off" else None
         self.frontier.gate = self._gate
+
+    def _load_neardup(self, db: CrawlDB) -> NearDupIndex:
+        """The near-duplicate index as the crawl left it: the newest ``near_dup_window`` pages'
+        sketches, read back oldest first (rows are written in fetch order)."""
+        window = self.config.near_dup_window or None
+        if window is None:
+            return NearDupIndex.from_rows(db.conn.execute("SELECT doc_id, hash FROM near_fps ORDER BY rowid"))
+        limit = (window + window // 4) * SKETCH
+        rows = db.conn.execute("SELECT doc_id, hash FROM near_fps ORDER BY rowid DESC LIMIT ?", (limit,)).fetchall()
+        rows.reverse()
+        if len(rows) == limit:   # the oldest document may be cut: leave it out
+            first = rows[0][0]
+            rows = [r for r in rows if r[0] != first]
+        return NearDupIndex.from_rows(rows, window=window)
 
     # -- the loop --------------------------------------------------------------------------
     async def run(self) -> CrawlStats:

@@ -286,7 +286,7 @@ def test_persistence_round_trip(corpus) -> None:
     back.add(12345, fps[1000])
     assert back.query(fps[1000])[0][0] == 12345
     assert NearDupIndex.from_rows([]).query(fps[0]) == []
-    assert 1000 < index.nbytes / len(index) < 4000       # bytes per page: ~20·S + 16, plus slack
+    assert 700 < index.nbytes / len(index) < 2000        # bytes per page: ~12·S + 20, plus slack
 
 
 # ---------------------------------------------------------------------------------------------
@@ -312,3 +312,55 @@ def test_mirror_hosts() -> None:
         [("a.example", "b.example", pytest.approx(40 / 50))]
     assert mirror_hosts(pairs, {"a.example": 500, "b.example": 500}) == []
     assert mirror_hosts(pairs)[0][2] == 1.0               # without page counts: an upper bound
+
+
+def test_window_bounds_memory_and_keeps_the_newest_pages(corpus) -> None:
+    texts, fps = corpus
+    unbounded = NearDupIndex()
+    index = NearDupIndex(window=400)
+    for i, f in enumerate(fps):
+        index.add(i, f)
+        unbounded.add(i, f)
+        assert len(index) <= 500                       # window + one generation of window / 4
+    assert index.dropped == len(fps) - len(index) > 1000
+    assert index.nbytes < unbounded.nbytes / 3
+    held = {d for d, _ in index.to_rows()}
+    assert held == set(range(len(fps) - len(index), len(fps)))   # the newest pages, all of them
+    for i in (len(fps) - 1, len(fps) - 300):           # inside the window: found, as unbounded finds it
+        q = winnow(texts[i] + " " + words(random.Random(i), 10))
+        assert index.query(q) == unbounded.query(q) and index.query(q)[0][0] == i
+    old = winnow(texts[3] + " " + words(random.Random(3), 10))
+    assert unbounded.query(old)[0][0] == 3 and index.query(old) == []    # dropped out of the window
+    # rebuilt from rows oldest first (as the crawl reads them back), the same newest pages are kept
+    rows = unbounded.to_rows()
+    assert [d for d, _ in rows[:SKETCH]] == [0] * SKETCH
+    back = NearDupIndex.from_rows(rows, window=400)
+    assert {d for d, _ in back.to_rows()} == held
+    with pytest.raises(ValueError):
+        NearDupIndex(window=2)
+
+
+def test_the_crawl_reloads_its_window_from_the_database(corpus, tmp_path) -> None:
+    """What a resumed crawl reads back (``Crawler._load_neardup``): the newest pages' sketches
+    from ``near_fps`` in a real crawl database, with the window the crawl runs with."""
+    from skitter.config import CrawlConfig
+    from skitter.loop import Crawler
+    from skitter.store.db import CrawlDB
+
+    texts, fps = corpus
+    db = CrawlDB(tmp_path)
+    live = NearDupIndex(window=400)
+    with db.conn:
+        for i, f in enumerate(fps[:1000]):
+            db.conn.executemany("INSERT INTO near_fps (doc_id, hash) VALUES (?, ?)", live.rows_for(10_000 + i, f))
+            live.add(10_000 + i, f)
+    crawler = Crawler(tmp_path, CrawlConfig(seeds=("http://127.0.0.1:1/",), near_dup_window=400))
+    back = crawler._load_neardup(db)
+    held = {d for d, _ in back.to_rows()}
+    assert 400 <= len(back) <= 500 and held <= {d for d, _ in live.to_rows()}
+    assert max(held) == 10_999 and min(held) >= 10_500
+    q = winnow(texts[990] + " " + words(random.Random(1), 10))
+    assert back.query(q)[0][0] == 10_990
+    everything = Crawler(tmp_path, CrawlConfig(seeds=("http://127.0.0.1:1/",), near_dup_window=0))._load_neardup(db)
+    assert len(everything) == 1000 and everything.window is None
+    db.close()
