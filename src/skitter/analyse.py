@@ -20,13 +20,14 @@ import xxhash
 import numpy as np
 
 from .dedup import fingerprints
-from .models import FetchResult, Page
+from .models import FetchResult, Page, fast_pickle
 from .parse import parse_html
 from .store.warc import encode_pair
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
+@fast_pickle
 @dataclass(slots=True)
 class Analysis:
     warc: bytes | None            # the request + response records, ready to append

@@ -364,3 +364,55 @@ def test_the_crawl_reloads_its_window_from_the_database(corpus, tmp_path) -> Non
     everything = Crawler(tmp_path, CrawlConfig(seeds=("http://127.0.0.1:1/",), near_dup_window=0))._load_neardup(db)
     assert len(everything) == 1000 and everything.window is None
     db.close()
+
+
+def _brute_force(index: NearDupIndex, a: np.ndarray, r_min: float, c_min: float) -> list[tuple[int, float, float]]:
+    """The estimators of the module docstring applied to every stored sketch, one by one."""
+    sketches: dict[int, list[int]] = {}
+    for d, h in index.to_rows():
+        sketches.setdefault(d, []).append(h)
+    out = []
+    for d, hs in sketches.items():
+        sk = np.sort(np.asarray(hs, dtype=np.int64).view(np.uint64))
+        hits = np.intersect1d(a, sk).size
+        n_a = a.size if sk.size < index.sketch else int(np.searchsorted(a, sk[-1], "right"))
+        union = n_a + sk.size - hits
+        res, con = hits / max(union, 1), hits / max(n_a, 1)
+        if (res >= r_min and union >= index.min_sample) or (con >= c_min and n_a >= index.min_sample):
+            out.append((d, res, con))
+    return sorted(out)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 1999), st.integers(0, 2), st.integers(0, 60), st.integers(0, 400),
+       st.sampled_from([(RESEMBLANCE, CONTAINMENT), (0.2, 0.3), (0.9, 0.95)]))
+def test_query_equals_brute_force_estimates(corpus_index, target, other, changes, extra, thresholds) -> None:
+    """Looking up only the smallest ceil(S / threshold) + 1 hashes finds exactly the pages the
+    estimators accept: the index agrees with a comparison against every stored sketch."""
+    texts, index = corpus_index
+    rng = random.Random(target * 7 + changes)
+    toks = texts[target].split()
+    for i in rng.sample(range(len(toks)), min(changes, len(toks))):
+        toks[i] = rng.choice(_WORDS)
+    text = " ".join(toks)
+    if other:
+        text += " " + texts[(target + 1) % len(texts)] * (other - 1)
+    text += " " + words(rng, extra)
+    a = winnow(text)
+    got = sorted(index.query(a, threshold=thresholds[0], containment=thresholds[1]))
+    want = _brute_force(index, a, *thresholds)
+    assert [d for d, _, _ in got] == [d for d, _, _ in want]
+    assert np.allclose([r for _, r, _ in got], [r for _, r, _ in want])
+    assert np.allclose([c for _, _, c in got], [c for _, _, c in want])
+
+
+@pytest.fixture(scope="module")
+def corpus_index(corpus):
+    texts, fps = corpus
+    index = NearDupIndex(window=1200)          # several generations, some dropped
+    for i, f in enumerate(fps):
+        index.add(i, f)
+    for i in range(0, 2000, 97):               # stored near-duplicates and small pages
+        index.add(5000 + i, winnow(texts[i] + " " + words(random.Random(i), 30)))
+        index.add(9000 + i, winnow(" ".join(texts[i].split()[:40])))
+    return texts, index
