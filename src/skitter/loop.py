@@ -140,6 +140,8 @@ class Crawler:
         admitted = Counter(dict(db.conn.execute("SELECT host, count(*) FROM urls GROUP BY host").fetchall()))
         self.filter = LinkFilter(c, seeds, admitted)
         self.scorer = make_scorer(c.strategy, c)
+        if self.resumed and hasattr(self.scorer, "restore"):   # importance state (backlinks, OPIC)
+            self.scorer.restore(db)
         self.fetched_total = counts["fetched"]
         self.robots_token = product_token(c.user_agent)
         self.neardup = self._load_neardup(db) if c.near_duplicates != "off" else None

@@ -98,7 +98,8 @@ async def _serve(args: argparse.Namespace) -> None:
 
     config = DemoConfig(seed=args.seed, hosts=args.hosts, pages=args.pages,
                         page_kb=tuple(args.page_kb), topics=args.topics,
-                        cross_host_links=args.cross_host_links, crawl_delay=args.crawl_delay)
+                        cross_host_links=args.cross_host_links, popular_links=args.popular_links,
+                        crawl_delay=args.crawl_delay)
     ips = _addresses(args.ip_base, args.hosts)
     latency = max(0.0, args.latency_ms) / 1000.0
     log = open(args.access_log, "a", encoding="utf-8") if args.access_log else None
@@ -206,6 +207,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                    default=list(d.page_kb), help="body size range in KiB, e.g. 2,12")
     p.add_argument("--topics", type=int, default=d.topics)
     p.add_argument("--cross-host-links", type=float, default=d.cross_host_links)
+    p.add_argument("--popular-links", type=float, default=d.popular_links,
+                   help="share of content links to the popular articles")
     p.add_argument("--crawl-delay", type=float, default=d.crawl_delay)
     p.add_argument("--latency-ms", type=float, default=0.0, help="sleep this long per request")
     p.add_argument("--access-log", type=Path, default=None)
@@ -302,7 +305,8 @@ class DemoServer:
         cmd = [sys.executable, "-m", "skitter.demo.server", "--hosts", str(c.hosts),
                "--pages", str(c.pages), "--seed", str(c.seed),
                "--page-kb", f"{c.page_kb[0]},{c.page_kb[1]}", "--topics", str(c.topics),
-               "--cross-host-links", repr(c.cross_host_links), "--crawl-delay", repr(c.crawl_delay),
+               "--cross-host-links", repr(c.cross_host_links), "--popular-links", repr(c.popular_links),
+               "--crawl-delay", repr(c.crawl_delay),
                "--latency-ms", repr(float(self.latency_ms)), "--ip-base", self.ip_base,
                "--port", str(self._port_req), "--parent-pid", str(os.getpid()), "--watch-stdin"]
         if self.access_log is not None:

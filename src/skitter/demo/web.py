@@ -10,13 +10,19 @@ by host and URL, lazily per URL: nothing but a few small per-host tables is buil
 Layout of host ``g`` (``base_urls[g]``); ``kind()`` in brackets::
 
     /                      [home] topics, featured articles, the previous/next host's home page,
-                           the trap entry on trap hosts, /about.html where there is one
+                           the trap entry on trap hosts, /about.html where there is one, and
+                           "Around the web": the other hosts' popular articles
     /t/<topic>/            [category] topic root listing (depth 1); /t/<topic>/<k>.html
                            sub-listings form a 10-ary tree of 25 articles each: articles are at
                            depth <= 5 up to ~27 k per topic and host, <= 6 up to ~270 k
     /a/<n>.html            [page] articles: title, meta description + keywords, h1/h2, 5-30 links
                            (~15 % to other hosts, ~70 % of same-host links to the same topic, some
-                           bold/italic, ~6 % rel=nofollow), one topic each (topic_of)
+                           bold/italic, ~6 % rel=nofollow), one topic each (topic_of);
+                           ``popular_links`` (~10 %) of the content links go to the web's popular
+                           articles: N/100 per host, each the last-listed (deepest) article of a
+                           topic, never featured on its own home page, picked with Zipf weights
+                           (1/sqrt(rank)); with the home pages' links to them they are the
+                           important pages (PageRank) after the home pages
     /copy/<j>.html         [duplicate] the exact bytes of an article (duplicate_of)
     /old/<j>.html          [redirect] 301 → an article (relative Location)
     /private/<j>.html      [private] disallowed by robots.txt (except on the no-robots host), linked
@@ -75,9 +81,11 @@ robots.txt and sitemap.xml are not counted). ``reachable()`` is the crawl ground
 
 from __future__ import annotations
 
+import bisect
 import functools
 import gzip
 import hashlib
+import itertools
 import html
 import json
 import math
@@ -107,6 +115,7 @@ class DemoConfig:
     page_kb: tuple[int, int] = (2, 12)  # size range of an HTML page body, in KiB
     topics: int = 10
     cross_host_links: float = 0.15    # share of an article's content links that go to another host
+    popular_links: float = 0.1        # share of an article's content links to the web's popular articles
     crawl_delay: float = 0.5          # the Crawl-delay of the one host that has one (0: none)
     near_duplicates: bool = True      # near-duplicate families and the mirror host (see the module doc)
 
@@ -120,6 +129,8 @@ class DemoConfig:
             raise ValueError("page_kb must be (lo, hi) with 0 < lo <= hi")
         if not (0.0 <= self.cross_host_links <= 1.0):
             raise ValueError("cross_host_links must be within [0, 1]")
+        if not (0.0 <= self.popular_links < 1.0):
+            raise ValueError("popular_links must be within [0, 1)")
         if self.crawl_delay < 0:
             raise ValueError("crawl_delay must be >= 0")
 
@@ -485,6 +496,15 @@ class _Host:
             sp.append(("/loop/a.html", "Circular reference", None))
             sp.append(("/away.html", "Our partner's article", None))
         self.specials = sp
+        # popular articles: N/100, the last (deepest-listed) article of a topic each, topics spread
+        # over the hosts; linked from ~popular_links of all content links and from the other hosts'
+        # home pages (DemoWeb._links), never featured on their own home page
+        self.popular: list[int] = []
+        for j in range(max(1, n // 100)):
+            t = (j + g) % T
+            i = self.topic_counts[t] - 1 - j // T
+            if i >= 0 and t + T * i >= len(sp):
+                self.popular.append(self.article(t, i))
         # near duplicates (DemoWeb._plan_near_duplicates): article -> (original, variant type)
         self.variant_of: dict[int, tuple[int, str]] = {}
         self.families: list[list[int]] = []     # [original, variant, ...] per family
@@ -554,6 +574,13 @@ class DemoWeb:
         self._title = functools.lru_cache(maxsize=200_000)(self._title_uncached)
         per, extra = divmod(config.pages, config.hosts)
         self.hosts = [_Host(self, g, per + (1 if g < extra else 0)) for g in range(config.hosts)]
+        # the web's popular articles, the j-th of every host before the (j+1)-th of any, and their
+        # cumulative Zipf weights (1/sqrt(rank)): the targets of the popular content links
+        most = max((len(h.popular) for h in self.hosts), default=0)
+        self._popular = [(h.g, h.popular[j]) for j in range(most) for h in self.hosts if j < len(h.popular)]
+        self._popular_set = set(self._popular)
+        self._popular_cum = list(itertools.accumulate(1.0 / math.sqrt(r + 1)
+                                                      for r in range(len(self._popular))))
         self._cal_start = (2024, 1)
         self._page_links_cache = functools.lru_cache(maxsize=4096)(self._page_links_uncached)
         self._families_memo: dict[str, list[str]] | None = None
@@ -1101,7 +1128,7 @@ class DemoWeb:
             seen = set()
             for _ in range(6):
                 n = rng.randrange(h.N)
-                if n not in seen:
+                if n not in seen and (g, n) not in self._popular_set:
                     seen.add(n)
                     featured.append(self._art(g, g, n, rng))
             more = []
@@ -1117,8 +1144,11 @@ class DemoWeb:
             for g2 in sorted({(g + 1) % n_hosts, (g - 1) % n_hosts} - {g}):
                 u = self.base_urls[g2] + "/"
                 more.append(_Link(u, u, anchor=self.hosts[g2].name, g=g2, path="/"))
-            return _Links(nav=[home], lists=[("Topics", topics), ("Featured", featured),
-                                             ("Elsewhere", more)])
+            lists = [("Topics", topics), ("Featured", featured), ("Elsewhere", more)]
+            around = [self._art(g, g2, n2) for g2, n2 in self._popular if g2 != g]
+            if around:
+                lists.append(("Around the web", around))
+            return _Links(nav=[home], lists=lists)
         if kind == "category":
             t, k = ident  # type: ignore[misc]
             nav = [home]
@@ -1265,8 +1295,17 @@ class DemoWeb:
         inline: list[_Link] = []
         seen = {(g, n)}
         attempts = 0
+        # the links to popular articles have a stream of their own (the other links stay as they are)
+        prng = random.Random(f"{cfg.seed}:popular:{g}:{n}")
         while len(inline) < n_content and attempts < 3 * n_content:
             attempts += 1
+            if self._popular and prng.random() < cfg.popular_links:
+                g2, n2 = self._popular[bisect.bisect(self._popular_cum, prng.random() * self._popular_cum[-1])
+                                       if len(self._popular) > 1 else 0]
+                if (g2, n2) not in seen:
+                    seen.add((g2, n2))
+                    inline.append(self._art(g, g2, n2, prng, u=prng.random()))
+                continue
             x = rng.random()
             rel = ""
             r2 = rng.random()

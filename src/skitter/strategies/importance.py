@@ -20,11 +20,15 @@ Links marked nofollow (or on a nofollow page) and self-links count for nothing, 
 links to one URL count once. ``weighted`` (off by default; see docs/strategies.md) weighs each
 link by seed 004's attributes, ``visibility × position / distance``.
 
-The state (counts, cash) is in memory, about 150 bytes per URL discovered; after a resume it
-starts again from zero, and the priorities already stored in the frontier stay as they are.
+The state (counts, cash) is in memory, about 150 bytes per URL discovered. On a resume the loop
+calls ``restore(db)``, which rebuilds it from the crawl store: the seeds, then every parsed page's
+stored links replayed in ``fetch_order`` (exactly what the interrupted crawl had done), so the
+estimate goes on where it stopped; the priorities stored in the frontier are kept as they are.
 """
 
 from __future__ import annotations
+
+from itertools import groupby
 
 from ..models import Link, Page
 from .base import ParentContext
@@ -74,6 +78,44 @@ class _Importance:
         if self._counted != parent.url:   # the loop has no on_page hook: take the page in now
             self.on_page(parent, parent.page.links)
         return self.priority_of(link.url)
+
+    def restore(self, db) -> int:
+        """Rebuild the state of an interrupted crawl from its store (a ``CrawlDB``; on resume).
+
+        Replays what the crawl did: ``seed_priority`` for each seed (the URLs queued at depth 0
+        with no parent, in queue order), then, for every page whose links were extracted (a row
+        of ``pages``) in ``fetch_order``, ``relevance`` and then ``on_page``'s bookkeeping over its
+        stored links (targets, attributes and nofollow flags as stored, in page order). Returns the
+        number of pages replayed. About 7 s per million stored links.
+        """
+        conn = getattr(db, "conn", db)
+        for (url,) in conn.execute("SELECT url FROM urls WHERE depth = 0 AND parent IS NULL ORDER BY seq"):
+            self.seed_priority(url)
+        rows = conn.execute(
+            "SELECT f.fetch_order, f.url, f.nofollow, l.dst_url, l.visibility, l.position, l.distance,"
+            " l.nofollow FROM fetches f JOIN pages p ON p.fp = f.fp LEFT JOIN links l ON l.src = f.fp"
+            " WHERE f.fetch_order IS NOT NULL ORDER BY f.fetch_order, l.rowid")
+        n = 0
+        empty = Page()
+        weighted = self.weighted
+        for _, group in groupby(rows, key=lambda r: r[0]):
+            first = next(group)
+            url = first[1]
+            targets: dict[str, float] = {}
+            if not first[2]:                       # the page was not nofollow: its links count
+                for r in (first, *group):
+                    dst = r[3]
+                    if dst is None or r[7] or dst == url:
+                        continue
+                    w = (r[4] or 1) * (r[5] or 3) / max(1, r[6] or 1) if weighted else 1.0
+                    if w > targets.get(dst, 0.0):
+                        targets[dst] = w
+            relevance = self.relevance(url, empty)
+            parent = ParentContext(url=url, page=empty, depth=0, priority=0.0, relevance=relevance)
+            self.spread(parent, targets)
+            n += 1
+        self._counted = None
+        return n
 
     def spread(self, parent: ParentContext, targets: dict[str, float]) -> list[tuple[str, float]]:
         raise NotImplementedError
