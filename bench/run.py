@@ -55,6 +55,7 @@ import psutil  # noqa: E402
 from nginx import Nginx, ensure_nginx, free_port, loopback_ips, nginx_version  # noqa: E402
 
 CRAWLERS = ("skitter", "scrapy", "bare")
+REUSE_WEB = False   # --reuse-web
 
 
 def log(msg: str) -> None:
@@ -99,8 +100,9 @@ def ensure_static(web, root: Path) -> dict:
     fp = generator_fingerprint()
     if stamp.exists():
         info = json.loads(stamp.read_text())
-        if info.get("generator") == fp:
-            log(f"reusing the static web in {root.relative_to(ROOT)} ({info['files']} files)")
+        if info.get("generator") == fp or REUSE_WEB:
+            stale = "" if info.get("generator") == fp else ", written by an older generator (--reuse-web)"
+            log(f"reusing the static web in {root.relative_to(ROOT)} ({info['files']} files{stale})")
             return info
         log("the generator changed since the static web was written: writing it again")
     if root.exists():
@@ -153,7 +155,8 @@ def measure(cmd: list[str], logs: Path, timeout: float, nginx: Nginx | None) -> 
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=str(ROOT),
                             start_new_session=True)
     samples: list[tuple[float, int]] = []
-    peak = [0, 0]  # tree RSS, largest process count
+    pss_samples: list[tuple[float, int]] = []
+    peak = [0, 0, 0]  # tree RSS, largest process count, tree PSS
     stop = threading.Event()
 
     def sampler() -> None:
@@ -166,10 +169,16 @@ def measure(cmd: list[str], logs: Path, timeout: float, nginx: Nginx | None) -> 
                 procs = [root] + root.children(recursive=True)
             except psutil.Error:
                 break
-            rss = 0
+            rss = pss = 0
+            tick = len(samples) % 5 == 0   # PSS (smaps_rollup) every 0.5 s: it costs more to read
             for p in procs:
                 try:
-                    rss += p.memory_info().rss
+                    if tick:
+                        full = p.memory_full_info()
+                        rss += full.rss
+                        pss += full.pss
+                    else:
+                        rss += p.memory_info().rss
                 except psutil.Error:
                     pass
             now = time.perf_counter() - t0
@@ -178,6 +187,9 @@ def measure(cmd: list[str], logs: Path, timeout: float, nginx: Nginx | None) -> 
                 if rss > peak[0]:
                     peak[0] = rss
                 peak[1] = max(peak[1], len(procs))
+            if pss:
+                pss_samples.append((round(now, 2), pss))
+                peak[2] = max(peak[2], pss)
             stop.wait(0.1)
 
     timed_out = threading.Event()
@@ -224,6 +236,7 @@ def measure(cmd: list[str], logs: Path, timeout: float, nginx: Nginx | None) -> 
         "cpu_user_s": round(ru.ru_utime, 3), "cpu_sys_s": round(ru.ru_stime, 3),
         "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
         "peak_rss_mb": round(peak[0] / 2**20, 1), "max_rss_one_process_mb": round(ru.ru_maxrss / 1024, 1),
+        "peak_pss_mb": round(peak[2] / 2**20, 1), "pss_samples": pss_samples[::max(1, len(pss_samples) // 300)],
         "processes": peak[1], "nginx_cpu_s": round(ng1 - ng0, 3),
         "machine_busy_s": round(busy, 2), "other_cpu_s": round(other, 2),
         "stderr_tail": stderr_text[-3000:], "rss_samples": samples[::step],
@@ -412,6 +425,7 @@ def summarise(runs: list[dict]) -> dict:
             "pages_per_s": med([r["pages_per_s"] for r in ok]), "cpu_s": med([r["cpu_s"] for r in ok]),
             "cpu_ms_per_page": med([1000 * r["cpu_s"] / r["pages"] for r in ok if r["pages"]]),
             "peak_rss_mb": med([r["peak_rss_mb"] for r in ok]), "nginx_cpu_s": med([r["nginx_cpu_s"] for r in ok]),
+            "peak_pss_mb": med([r["peak_pss_mb"] for r in ok if r.get("peak_pss_mb")]),
         }
     return out
 
@@ -498,21 +512,26 @@ def render(ctx: dict) -> str:
           "the hosts; no robots.txt, no nofollow, no storage — the ceiling for a Python crawler on these "
           "libraries (it fetches a slightly different, larger set: private pages, nofollow links).", ""]
     L += ["### Medians", "",
-          "| crawler | ok runs | pages | wall s | pages/s | CPU s | CPU ms/page | peak RSS MB | nginx CPU s |",
-          "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+          "| crawler | ok runs | pages | wall s | pages/s | CPU s | CPU ms/page | peak RSS MB | peak PSS MB | nginx CPU s |",
+          "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for name in CRAWLERS:
         if name in s:
             x = s[name]
             L.append(f"| {name} | {x['ok_runs']}/{x['runs']} | {fmt(x['pages'], 0)} | {fmt(x['wall_s'])} | "
                      f"**{fmt(x['pages_per_s'])}** | {fmt(x['cpu_s'])} | {fmt(x['cpu_ms_per_page'], 2)} | "
-                     f"{fmt(x['peak_rss_mb'])} | {fmt(x['nginx_cpu_s'])} |")
+                     f"{fmt(x['peak_rss_mb'])} | {fmt(x.get('peak_pss_mb'))} | {fmt(x['nginx_cpu_s'])} |")
+    L += ["", "Peak RSS is summed over the crawler's processes (skitter: the crawl process, its worker and "
+          "multiprocessing's resource tracker; Scrapy: one process), so pages two processes share (the "
+          "Python runtime, libraries) count twice; peak PSS (proportional set size, from smaps_rollup every "
+          "0.5 s) splits each shared page among the processes that map it: the memory the tree really takes."]
     sk, sc, ba = s.get("skitter", {}), s.get("scrapy", {}), s.get("bare", {})
     L += ["", "### Ratios", ""]
     r1 = ratio(sk.get("pages_per_s"), sc.get("pages_per_s"))
     L.append(f"- **skitter / Scrapy throughput (pages/s): {fmt(r1, 2)}×**"
              + ("" if r1 is None else f" (skitter {'faster' if r1 >= 1 else 'slower'})"))
     L.append(f"- skitter / Scrapy CPU ms per page: {fmt(ratio(sk.get('cpu_ms_per_page'), sc.get('cpu_ms_per_page')), 2)}×; "
-             f"peak RSS: {fmt(ratio(sk.get('peak_rss_mb'), sc.get('peak_rss_mb')), 2)}×")
+             f"peak RSS: {fmt(ratio(sk.get('peak_rss_mb'), sc.get('peak_rss_mb')), 2)}×; "
+             f"peak PSS: {fmt(ratio(sk.get('peak_pss_mb'), sc.get('peak_pss_mb')), 2)}×")
     cps = [ratio(1000.0, x.get("cpu_ms_per_page")) for x in (sk, sc)]
     L.append(f"- pages per CPU-second (the figure least moved by other load on the machine): skitter "
              f"{fmt(cps[0], 0)}, Scrapy {fmt(cps[1], 0)} — **{fmt(ratio(cps[0], cps[1]), 2)}×**")
@@ -645,8 +664,12 @@ def parse_args(argv=None):
                     help="only serve the web with nginx for SECONDS (for manual runs), then stop")
     ap.add_argument("--render", metavar="RESULTS_JSON",
                     help="only write the report again from a bench/out/results-*.json (no crawling)")
+    ap.add_argument("--reuse-web", action="store_true",
+                    help="reuse a static web written before src/skitter/demo/web.py changed (big webs take minutes to write)")
     ap.add_argument("--wait-generator", type=float, default=1800, help="seconds to wait for src/skitter/demo/web.py")
     args = ap.parse_args(argv)
+    global REUSE_WEB
+    REUSE_WEB = args.reuse_web
     q = args.quick
     args.pages = args.pages or (1000 if q else 20000)
     args.hosts = args.hosts or (8 if q else 32)
