@@ -207,19 +207,28 @@ def kgram_hashes(text: str, k: int = K) -> np.ndarray:
 _POWERS: list[np.ndarray] = []
 
 
+_POWERS_KEPT = 1 << 18   # 4 MiB of tables at most; a longer text gets its own, not kept
+
+
 def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
     """B^j and B^-j (mod 2**64) for j < n, computed once and kept (grown by doubling)."""
     if not _POWERS or _POWERS[0].size < n:
-        size = max(n, 2 * _POWERS[0].size if _POWERS else 1 << 16)
-        with np.errstate(over="ignore"):
-            pw = np.full(size, _BASE, dtype=_U64)
-            pw[0] = 1
-            np.cumprod(pw, out=pw)
-            inv = np.full(size, _BASE_INV, dtype=_U64)
-            inv[0] = 1
-            np.cumprod(inv, out=inv)
-        _POWERS[:] = [pw, inv]
+        size = max(n, min(_POWERS_KEPT, 2 * _POWERS[0].size if _POWERS else 1 << 16))
+        if size > _POWERS_KEPT:
+            return _power_tables(size)
+        _POWERS[:] = _power_tables(size)
     return _POWERS[0], _POWERS[1]
+
+
+def _power_tables(size: int) -> list[np.ndarray]:
+    with np.errstate(over="ignore"):
+        pw = np.full(size, _BASE, dtype=_U64)
+        pw[0] = 1
+        np.cumprod(pw, out=pw)
+        inv = np.full(size, _BASE_INV, dtype=_U64)
+        inv[0] = 1
+        np.cumprod(inv, out=inv)
+    return [pw, inv]
 
 
 def _window_min(h: np.ndarray, w: int) -> np.ndarray:

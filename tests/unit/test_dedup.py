@@ -416,3 +416,15 @@ def corpus_index(corpus):
         index.add(5000 + i, winnow(texts[i] + " " + words(random.Random(i), 30)))
         index.add(9000 + i, winnow(" ".join(texts[i].split()[:40])))
     return texts, index
+
+
+def test_kgram_hashes_of_a_text_longer_than_the_kept_power_tables() -> None:
+    import skitter.dedup as d
+
+    rng = random.Random(7)
+    text = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(d._POWERS_KEPT + 5000))
+    h = kgram_hashes(text)
+    assert h.size == len(text) - K + 1
+    for i in [0, 1, 12345, d._POWERS_KEPT - K, d._POWERS_KEPT + 17, len(text) - K]:
+        assert h[i] == kgram_hashes(text[i:i + K])[0]
+    assert d._POWERS[0].size <= d._POWERS_KEPT            # the big tables were not kept
