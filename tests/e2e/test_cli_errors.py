@@ -74,7 +74,8 @@ def test_bad_export_format(tmp_path):
 
 
 @pytest.mark.parametrize("flag,value", [("--per-host", "0"), ("--concurrency", "0"), ("--delay", "-1"),
-                                        ("--max-depth", "-2"), ("--host-window", "0")])
+                                        ("--max-depth", "-2"), ("--host-window", "0"),
+                                        ("--near-dup-window", "5")])
 def test_setting_out_of_range(tmp_path, flag, value):
     line = one_error_line(skitter("crawl", "http://127.0.0.1:9/", "-o", str(tmp_path / "c"), flag, value,
                                   "--quiet"))
