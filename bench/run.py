@@ -664,6 +664,8 @@ def parse_args(argv=None):
                     help="only serve the web with nginx for SECONDS (for manual runs), then stop")
     ap.add_argument("--render", metavar="RESULTS_JSON",
                     help="only write the report again from a bench/out/results-*.json (no crawling)")
+    ap.add_argument("--no-warm", action="store_true",
+                    help="do not read the whole web into the page cache first (webs larger than the RAM can hold)")
     ap.add_argument("--reuse-web", action="store_true",
                     help="reuse a static web written before src/skitter/demo/web.py changed (big webs take minutes to write)")
     ap.add_argument("--wait-generator", type=float, default=1800, help="seconds to wait for src/skitter/demo/web.py")
@@ -734,7 +736,8 @@ def main(argv=None) -> int:
         robots_hosts = [g for g in range(args.hosts) if (web_root / str(g) / "robots.txt").exists()]
         nginx.check(robots_hosts)
         log(f"nginx {ctx['versions']['nginx']} serving {args.hosts} hosts on port {port} (pid {nginx.proc.pid})")
-        warm_page_cache(web_root)
+        if not args.no_warm:
+            warm_page_cache(web_root)
         if args.serve:
             log(f"serving for {args.serve:.0f} s (Ctrl-C stops): seeds in {runs_dir / 'seeds.txt'}")
             try:

@@ -145,7 +145,8 @@ def plot_scale(rows: dict) -> None:
 
 def rss(args) -> None:
     res = run_bench(["--pages", str(args.pages), "--hosts", "32", "--runs", "1", "--only", "skitter",
-                     "--port", str(args.port), *(["--reuse-web"] if args.reuse_web else [])], args.timeout)
+                     "--port", str(args.port), "--no-warm", *(["--reuse-web"] if args.reuse_web else [])],
+                    args.timeout)
     run = next(r for r in res["runs"] if r["crawler"] == "skitter")
     keep = {k: run.get(k) for k in ("wall_s", "cpu_s", "pages", "pages_per_s", "peak_rss_mb", "peak_pss_mb",
                                     "rss_samples", "pss_samples", "summary", "crawl_dir_mb")}
