@@ -186,10 +186,11 @@ def render_rss(r: dict) -> None:
               f"a least-squares line through it rises {per_100k:.1f} MB per 100,000 pages. Peak RSS "
               f"{fmt(r['peak_rss_mb'])} MB, peak PSS {fmt(r.get('peak_pss_mb'))} MB."]
     L += ["", "What keeps it flat: the frontier holds at most 50,000 candidates in memory (the rest wait in "
-          "SQLite), the URL-seen test is the SQLite `urls` table behind a ~6-byte-per-URL filter, and the "
-          "near-duplicate index keeps the last `--near-dup-window` (50,000) pages' sketches. What still grows "
-          "with the crawl: the URL-seen filter (~6 bytes per URL discovered) and SQLite's page cache up to its "
-          "bound.", "", f"Measured {r['date']}. Raw samples: `bench/out/rss-results.json`.", "",
+          "SQLite); the URL-seen test is the SQLite `urls` table (exact) behind a bounded set of recent "
+          "fingerprints (the URL-seen section above); the near-duplicate index keeps the last "
+          "`--near-dup-window` (50,000) pages' sketches, in generations of 12,500 (hence the saw-tooth once "
+          "the window is full); SQLite's page cache is capped at 16 MB. Nothing held in memory grows with the "
+          "number of pages.", "", f"Measured {r['date']}. Raw samples: `bench/out/rss-results.json`.", "",
           f"![RSS and PSS of skitter's process tree over a {r['pages_in_web']:,}-page crawl]({PNG_RSS.name})"]
     write_section("rss", "\n".join(L))
     plot_rss(r)
