@@ -171,12 +171,18 @@ def demo(output: str, pages: int, hosts: int) -> None:
         from .search.demo_qrels import write_demo_qrels
 
         write_demo_qrels(server.web, out / "queries.tsv", out / "qrels.txt")
+        from .strategies.demo_labels import write_labels
+
+        write_labels(server.web, out / "labels.jsonl")
     click.echo(f"crawl directory: {out}")
     click.echo(f"  skitter stats {out}")
     click.echo(f"  skitter search {out} 'telescope nebula'")
     click.echo(f"  skitter eval {out} --queries {out}/queries.tsv --qrels {out}/qrels.txt")
     click.echo(f"  skitter export {out} --format jsonl")
+    click.echo(f"  skitter eval-crawl {out} --labels {out}/labels.jsonl --topic astronomy --plot curves.png")
     click.echo(f"  skitter serve {out}    (then open http://127.0.0.1:8000/ : search and crawl statistics)")
+    click.echo(f"  skitter serve {out} --labels {out}/labels.jsonl --topic astronomy    (the crawl page adds"
+               " its evaluation)")
 
 
 from .cli_search import eval_cmd, index_cmd, search_cmd  # noqa: E402

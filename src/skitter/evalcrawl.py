@@ -190,40 +190,122 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 
 
-def plot(evaluations: dict[str, Evaluation], path: Path | str) -> None:
-    """Harvest rate, topic recall and average PageRank by crawl time, one line per crawl (PNG)."""
-    import matplotlib
+# -- plots ------------------------------------------------------------------------------------
+# matplotlib's object API (a Figure per call, no pyplot): safe in the web UI's worker threads.
+COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
+          "tab:gray", "tab:olive", "tab:cyan")
+LINESTYLES = ("-", "--", "-.", ":")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    focused = any(ev.harvest for ev in evaluations.values())
-    importance = any(ev.avg_pagerank for ev in evaluations.values())
-    panels = max(1, (2 if focused else 0) + (2 if importance else 0))
-    rows = (panels + 1) // 2
-    cols = min(2, panels)
-    fig, grid = plt.subplots(rows, cols, figsize=(6 * cols, 4.2 * rows), squeeze=False)
-    axes = [ax for row in grid for ax in row]
-    if focused:
-        ax1, ax2 = axes.pop(0), axes.pop(0)
-        for name, ev in evaluations.items():
-            if ev.harvest:
-                ax1.plot(range(1, len(ev.harvest) + 1), ev.harvest, label=name)
-                ax2.plot(range(1, len(ev.recall_curve) + 1), ev.recall_curve, label=name)
-        ax1.set(title="harvest rate", xlabel="pages fetched", ylabel="relevant / fetched", ylim=(0, 1.02))
-        ax2.set(title="topic recall", xlabel="pages fetched", ylabel="relevant fetched / relevant", ylim=(0, 1.02))
-        ax1.legend(fontsize="small")
-    if importance:
-        ax3, ax4 = axes.pop(0), axes.pop(0)
-        for name, ev in evaluations.items():
-            if ev.avg_pagerank:
-                xs = [(d + 0.5) * 100 / len(ev.avg_pagerank) for d in range(len(ev.avg_pagerank))]
-                ax3.plot(xs, ev.avg_pagerank, marker="o", label=name)
-                shares = sorted(ev.top_share_at.items())
-                ax4.plot([0] + [s * 100 for s, _ in shares], [0] + [v for _, v in shares], marker="o", label=name)
-        ax3.set(title="average PageRank by crawl time", xlabel="% of the crawl", ylabel="PageRank × pages")
-        ax4.set(title="top-1% PageRank pages fetched", xlabel="% of the crawl", ylabel="share", ylim=(0, 1.02))
-        ax3.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+def _style(i: int) -> dict:
+    """Line style of the i-th crawl: a colour, and a dash pattern and marker that also differ
+    between neighbours, so that 8+ overlapping lines stay apart (and in grey print)."""
+    return {"color": COLORS[i % len(COLORS)], "linestyle": LINESTYLES[i % len(LINESTYLES)],
+            "marker": MARKERS[i % len(MARKERS)]}
+
+
+def _curve(ax, i: int, name: str, ys: list[float]) -> None:
+    st = _style(i)
+    n = len(ys)
+    ax.plot(range(1, n + 1), ys, label=name, color=st["color"], linestyle=st["linestyle"], linewidth=1.6,
+            marker=st["marker"], markersize=4, markevery=max(1, n // 8), alpha=0.9)
+
+
+def draw_harvest(ax, evaluations: dict[str, Evaluation]) -> None:
+    """The harvest rate after each fetch, one line per crawl."""
+    for i, (name, ev) in enumerate(evaluations.items()):
+        if ev.harvest:
+            _curve(ax, i, name, ev.harvest)
+    ax.set(title="harvest rate", xlabel="pages fetched", ylabel="relevant / fetched", ylim=(0, 1.02))
+    ax.grid(alpha=0.3)
+
+
+def draw_recall(ax, evaluations: dict[str, Evaluation]) -> None:
+    """Topic recall after each fetch, the budgets of ``recall_at`` marked."""
+    for i, (name, ev) in enumerate(evaluations.items()):
+        if ev.recall_curve:
+            _curve(ax, i, name, ev.recall_curve)
+    budgets = sorted({int(round(b * ev.pages)) for ev in evaluations.values() for b in ev.recall_at})
+    for k in budgets:
+        ax.axvline(k, color="gray", linewidth=0.6, alpha=0.4)
+    ax.set(title="topic recall", xlabel="pages fetched", ylabel="relevant fetched / relevant", ylim=(0, 1.02))
+    ax.grid(alpha=0.3)
+
+
+def draw_avg_pagerank(ax, evaluations: dict[str, Evaluation]) -> None:
+    """The average ground-truth PageRank of each tenth of the crawl (seed 004's figure 6)."""
+    for i, (name, ev) in enumerate(evaluations.items()):
+        if ev.avg_pagerank:
+            st = _style(i)
+            xs = [(d + 0.5) * 100 / len(ev.avg_pagerank) for d in range(len(ev.avg_pagerank))]
+            ax.plot(xs, ev.avg_pagerank, label=name, markersize=5, linewidth=1.6, alpha=0.9, **st)
+    ax.axhline(1.0, color="gray", linewidth=0.6, alpha=0.5)
+    ax.set(title="average PageRank by crawl time", xlabel="% of the crawl", ylabel="PageRank × pages (1 = average)")
+    ax.grid(alpha=0.3)
+
+
+def draw_top_share(ax, evaluations: dict[str, Evaluation]) -> None:
+    """The share of the top-1% PageRank pages fetched after 10/25/50/100% of the crawl."""
+    for i, (name, ev) in enumerate(evaluations.items()):
+        if ev.top_share_at:
+            shares = sorted(ev.top_share_at.items())
+            ax.plot([0] + [s * 100 for s, _ in shares], [0] + [v for _, v in shares], label=name,
+                    markersize=5, linewidth=1.6, alpha=0.9, **_style(i))
+    ax.set(title="top-1% PageRank pages fetched", xlabel="% of the crawl", ylabel="share", ylim=(0, 1.02))
+    ax.grid(alpha=0.3)
+
+
+def figure(evaluations: dict[str, Evaluation], title: str | None = None):
+    """A matplotlib Figure: harvest rate and topic recall (if a topic was evaluated), average
+    PageRank by crawl time and the top-1% share (if the labels have PageRank); one line per crawl,
+    one legend for all panels below them."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    draw = []
+    if any(ev.harvest for ev in evaluations.values()):
+        draw += [draw_harvest, draw_recall]
+    if any(ev.avg_pagerank for ev in evaluations.values()):
+        draw += [draw_top_share, draw_avg_pagerank]
+    panels = max(1, len(draw))
+    rows, cols = (panels + 1) // 2, min(2, panels)
+    legend_rows = (len(evaluations) + 3) // 4
+    fig = Figure(figsize=(6 * cols, 4.0 * rows + 0.3 * legend_rows + (0.4 if title else 0)))
+    FigureCanvasAgg(fig)
+    axes = [fig.add_subplot(rows, cols, k + 1) for k in range(panels)]
+    for fn, ax in zip(draw, axes):
+        fn(ax, evaluations)
+    if title:
+        fig.suptitle(title)
+    if legend_rows:
+        handles, names = {}, []
+        for ax in axes:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                if lab not in handles:
+                    handles[lab] = h
+                    names.append(lab)
+        fig.legend([handles[n] for n in names], names, loc="lower center", ncol=min(4, len(names)),
+                   frameon=False, fontsize="medium")
+        fig.tight_layout(rect=(0, 0.3 * legend_rows / fig.get_figheight(), 1, 1))
+    else:
+        fig.tight_layout()
+    return fig
+
+
+def plot(evaluations: dict[str, Evaluation], path: Path | str, title: str | None = None) -> None:
+    """Harvest rate, topic recall and the importance curves, one line per crawl (PNG; a palette
+    PNG of at most 256 colours, a third of the size of the RGBA one)."""
+    import io
+
+    buf = io.BytesIO()
+    figure(evaluations, title).savefig(buf, format="png", dpi=100)
+    try:
+        from PIL import Image
+    except ImportError:   # matplotlib depends on Pillow; just in case
+        Path(path).write_bytes(buf.getvalue())
+        return
+    buf.seek(0)
+    with Image.open(buf) as im:
+        im.convert("RGB").quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(path, format="PNG",
+                                                                                      optimize=True)

@@ -7,7 +7,10 @@ run with one request at a time so that their order is the strategy's and the flo
 
 Run as a script to measure the table of docs/strategies.md (every strategy, every topic; minutes):
 
-    .venv/bin/python tests/eval/test_strategies_eval.py [--topics geology,cooking] [--pages 2000]
+    .venv/bin/python tests/eval/test_strategies_eval.py [--topics geology,cooking] [--plot-dir docs]
+
+``--plot-dir DIR`` also writes, per topic, ``DIR/strategies-TOPIC.png``: every strategy's harvest
+rate, recall and importance curves (``skitter eval-crawl --plot``'s figure) on that topic's crawls.
 
 Until the crawl loop passes the crawl config to make_scorer and calls the scorers' on_page hook,
 ``EvalCrawler`` below does both (see ``_Hooked``); once the loop does, the adapter changes nothing.
@@ -188,6 +191,8 @@ def main(argv: list[str]) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--topics", default=",".join(TOPIC_NAMES))
     ap.add_argument("--strategies", default=",".join(("bfs", "dfs", *FOCUSED, *IMPORTANCE)))
+    ap.add_argument("--plot-dir", type=Path, default=None,
+                    help="write DIR/strategies-TOPIC.png per topic (skitter eval-crawl --plot's figure)")
     a = ap.parse_args(argv)
     topics, strategies = a.topics.split(","), a.strategies.split(",")
     with DemoServer(DemoConfig(pages=PAGES, hosts=HOSTS)) as server, tempfile.TemporaryDirectory() as tmp:
@@ -207,6 +212,15 @@ def main(argv: list[str]) -> None:
         print("| --- | ---: | ---: | ---: | ---: |")
         for s, h, hmin, r, rmin, t10, t25, t50, avg in rows:
             print(f"| {s} | {h:.1%} / {hmin:.1%} | {r:.1%} / {rmin:.1%} | {t10:.0%} / {t25:.0%} / {t50:.0%} | {avg:.2f} |")
+        if a.plot_dir is not None:
+            from skitter.evalcrawl import plot
+
+            a.plot_dir.mkdir(parents=True, exist_ok=True)
+            for t in topics:
+                png = a.plot_dir / f"strategies-{t}.png"
+                plot({s: b.run(s, t) for s in strategies}, png,
+                     title=f"topic {t!r}: {PAGES:,}-page demo web, budget {BUDGET:.0%} of the pages")
+                print(f"plot written to {png}", file=sys.stderr)
 
 
 if __name__ == "__main__":

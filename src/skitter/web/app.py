@@ -3,6 +3,10 @@
 Pages: ``/`` (search box), ``/search?q=…&page=N`` (10 results a page), ``/advanced`` (a form
 that builds a query in skitter's query language and redirects to /search), ``/crawl`` (the
 crawl summary and four plots, refreshing every 5 s), ``/plot/{pages,status,hosts,queue}.png``.
+With ground-truth labels (``skitter serve DIR --labels FILE [--topic NAME]``, the labels of
+``skitter eval-crawl``) the crawl page also shows the crawl's evaluation (skitter.evalcrawl): harvest
+rate, topic recall at budgets, the top-1% PageRank share and the average PageRank by crawl time, and
+``/plot/eval-{harvest,recall,top,pagerank}.png``.
 
 Crawled content is untrusted: every template is autoescaped, snippets and titles come from the
 engine's HTML-escaped ``snippet_html``/``title_html`` (only ``<mark>`` is added), a URL becomes
@@ -27,6 +31,7 @@ from starlette.templating import Jinja2Templates
 
 from ..errors import QuerySyntaxError, SkitterError
 from ..store.db import DB_NAME, connect
+from ..evalcrawl import BUDGETS, CRAWL_SHARES
 from . import plots
 
 PER_PAGE = 10
@@ -108,8 +113,14 @@ def make_env() -> jinja2.Environment:
     return env
 
 
-def create_app(directory: Path | str) -> Starlette:
+def create_app(directory: Path | str, labels=None, topic: str | None = None) -> Starlette:
+    """The application; ``labels`` (a :class:`~skitter.evalcrawl.Labels` or a labels file) adds
+    the crawl's evaluation to /crawl, on ``topic`` (default: guessed from the crawl's --topic)."""
     directory = Path(directory)
+    if labels is not None and not hasattr(labels, "topics"):
+        from ..evalcrawl import load_labels
+
+        labels = load_labels(labels)
     templates = Jinja2Templates(env=make_env())
     local = _Searchers()
 
@@ -171,21 +182,41 @@ def create_app(directory: Path | str) -> Starlette:
         except (SkitterError, sqlite3.Error) as exc:
             s, error = {}, str(exc)
         rows = [(k, _fmt(v)) for k, v in s.items()]
+        ev = None
+        if labels is not None and not error:
+            try:
+                ev = eval_view(evaluation(), labels)
+            except (SkitterError, sqlite3.Error) as exc:
+                error = f"cannot evaluate the crawl: {exc}"
         return page(request, "crawl.html", rows=rows, error=error, refresh=REFRESH_SECONDS,
-                    plots=list(plots.PLOTS))
+                    plots=list(plots.PLOTS), ev=ev)
+
+    def evaluation():
+        from ..evalcrawl import crawl_order, evaluate, guess_topic
+
+        urls, config = crawl_order(directory)
+        return evaluate(urls, labels, topic or guess_topic(config, labels))
 
     def plot(request: Request) -> Response:
-        fn = plots.PLOTS.get(request.path_params["name"])
-        if fn is None:
+        name = request.path_params["name"]
+        fn = plots.PLOTS.get(name)
+        ev_fn, needs_topic = plots.EVAL_PLOTS.get(name, (None, False)) if labels is not None else (None, False)
+        if fn is None and ev_fn is None:
             return Response("no such plot", status_code=404, media_type="text/plain")
         try:
-            conn = connect(directory / DB_NAME, readonly=True)
-        except sqlite3.Error as exc:
+            if ev_fn is not None:
+                ev = evaluation()
+                if needs_topic and ev.topic is None:
+                    return Response("no topic: serve with --topic NAME", status_code=404, media_type="text/plain")
+                png = ev_fn(ev)
+            else:
+                conn = connect(directory / DB_NAME, readonly=True)
+                try:
+                    png = fn(conn)
+                finally:
+                    conn.close()
+        except (SkitterError, sqlite3.Error) as exc:
             return Response(f"cannot open the crawl: {exc}", status_code=503, media_type="text/plain")
-        try:
-            png = fn(conn)
-        finally:
-            conn.close()
         return Response(png, media_type="image/png", headers={"Cache-Control": "no-store"})
 
     routes = [
@@ -196,6 +227,32 @@ def create_app(directory: Path | str) -> Starlette:
         Route("/plot/{name}.png", plot),
     ]
     return Starlette(routes=routes)
+
+
+def _pct(x) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def eval_view(ev, labels) -> dict:
+    """What the crawl page shows of an :class:`~skitter.evalcrawl.Evaluation` (strings)."""
+    budgets = [(f"{b:.0%} ({int(round(b * ev.pages)):,} fetches)", _pct(ev.recall_at.get(b)))
+               for b in BUDGETS]
+    return {
+        "topic": ev.topic,
+        "topics": ", ".join(sorted(labels.topics)),
+        "fetched": f"{ev.fetched:,}",
+        "pages": f"{ev.pages:,}",
+        "relevant": f"{round((ev.harvest_rate or 0) * ev.fetched):,} of {ev.relevant_total:,}",
+        "harvest_rate": _pct(ev.harvest_rate),
+        "recall": _pct(ev.recall_curve[-1] if ev.recall_curve else None),
+        "budgets": budgets,
+        "top_k": ev.top_k,
+        "top_share": [(f"{s:.0%}", _pct(ev.top_share_at.get(s))) for s in CRAWL_SHARES],
+        "avg_pagerank": [(f"{d * 10}–{(d + 1) * 10}%", f"{v:.2f}") for d, v in enumerate(ev.avg_pagerank)],
+        "has_pagerank": bool(labels.pagerank),
+        "plots": [n for n, (_, needs_topic) in plots.EVAL_PLOTS.items()
+                  if (ev.topic is not None or not needs_topic) and (labels.pagerank or needs_topic)],
+    }
 
 
 def _fmt(v) -> str:
@@ -213,7 +270,8 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def serve(directory: Path | str, host: str = "127.0.0.1", port: int = 8000) -> None:
+def serve(directory: Path | str, host: str = "127.0.0.1", port: int = 8000, labels=None,
+          topic: str | None = None) -> None:
     import uvicorn
 
-    uvicorn.run(create_app(directory), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(directory, labels, topic), host=host, port=port, log_level="warning")

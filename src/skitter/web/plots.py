@@ -117,3 +117,58 @@ def queue_size(conn: sqlite3.Connection) -> bytes:
 
 
 PLOTS = {"pages": pages_over_time, "status": status_codes, "hosts": top_hosts, "queue": queue_size}
+
+
+# -- the crawl's evaluation (``skitter serve DIR --labels FILE``) --------------------------------
+# Each takes an :class:`~skitter.evalcrawl.Evaluation` of the crawl; drawn by skitter.evalcrawl's
+# panels, as in ``skitter eval-crawl --plot``.
+
+def _eval_png(ev, draw, what: str, has):
+    fig = Figure(figsize=SIZE)
+    ax = fig.add_subplot()
+    if not has(ev):
+        draw(ax, {})
+        _empty(ax, what)
+    else:
+        draw(ax, {"this crawl": ev})
+    return ax, fig
+
+
+def eval_harvest(ev) -> bytes:
+    from ..evalcrawl import draw_harvest
+
+    ax, fig = _eval_png(ev, draw_harvest, "fetches", lambda e: bool(e.harvest))
+    if ev.harvest and ev.pages:
+        ax.axhline(ev.relevant_total / ev.pages, color="gray", linestyle=":", linewidth=1,
+                   label="topic's share of the labelled pages")
+        ax.legend(loc="upper right", fontsize="small")
+    ax.set_title(f"harvest rate: topic {ev.topic!r}")
+    return _png(fig)
+
+
+def eval_recall(ev) -> bytes:
+    from ..evalcrawl import draw_recall
+
+    ax, fig = _eval_png(ev, draw_recall, "fetches", lambda e: bool(e.recall_curve))
+    ax.set_title(f"topic recall: topic {ev.topic!r} (budgets marked)")
+    return _png(fig)
+
+
+def eval_top_share(ev) -> bytes:
+    from ..evalcrawl import draw_top_share
+
+    ax, fig = _eval_png(ev, draw_top_share, "fetches", lambda e: bool(e.top_share_at))
+    ax.set_title(f"top-1% PageRank pages ({ev.top_k}) fetched")
+    return _png(fig)
+
+
+def eval_avg_pagerank(ev) -> bytes:
+    from ..evalcrawl import draw_avg_pagerank
+
+    ax, fig = _eval_png(ev, draw_avg_pagerank, "fetches", lambda e: bool(e.avg_pagerank))
+    return _png(fig)
+
+
+# name -> (function, needs a topic)
+EVAL_PLOTS = {"eval-harvest": (eval_harvest, True), "eval-recall": (eval_recall, True),
+              "eval-top": (eval_top_share, False), "eval-pagerank": (eval_avg_pagerank, False)}
