@@ -224,3 +224,27 @@ def test_query_rows_by_name(tmp_path):
     row = next(iter(db.query("SELECT fp, url FROM urls WHERE fp = ?", (9,))))
     assert row["fp"] == 9 and row["url"] == "http://a.test/9"
     db.close()
+
+
+def test_the_wal_stays_bounded_while_a_checkpoint_thread_runs(tmp_path):
+    """A writer committing often, with checkpoints in their own thread (the crawl's set-up): the WAL
+    file is started over and truncated instead of growing with everything ever written."""
+    import os
+
+    db = CrawlDB(tmp_path)
+    db.start_checkpointer(interval=0.05, wal_limit=2 << 20)
+    wal = str(db.path) + "-wal"
+    blob = os.urandom(50_000).hex()   # 100 kB a row: 80 MB in all
+    peak = 0
+    try:
+        for i in range(800):
+            db.ensure_tx()
+            db.set_meta(f"row-{i}", blob)
+            db.commit()
+            peak = max(peak, os.path.getsize(wal))
+    finally:
+        db.close()
+    assert peak < 16 << 20, peak        # without the bound: ~80 MB
+    back = CrawlDB(tmp_path)
+    assert back.get_meta("row-799") == blob and back.get_meta("row-0") == blob
+    back.close()
