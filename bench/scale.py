@@ -76,21 +76,34 @@ def scale(args) -> None:
         res = run_bench(["--pages", str(n), "--hosts", str(hosts), "--runs", "1", "--bare-runs", "0",
                          "--only", "skitter", "--only", "scrapy", "--port", str(args.port),
                          *(["--reuse-web"] if args.reuse_web else [])], args.timeout)
-        rows[str(n)] = {"hosts": hosts, "date": res["date"], "versions": res["versions"],
-                        "summary": res["summary"], "urlcheck": {k: res["urlcheck"].get(k) for k in
-                                                                ("compared", "full", "equal", "jaccard", "skitter", "scrapy")},
-                        "web": res["web"], "machine": res["machine"]}
+        rows[str(n)] = row_of(res)
         SCALE_JSON.write_text(json.dumps(rows, indent=1))
+    render_scale(rows)
+
+
+def row_of(res: dict) -> dict:
+    return {"hosts": res["args"]["hosts"], "runs": res["args"]["runs"], "date": res["date"],
+            "versions": res["versions"], "summary": res["summary"],
+            "urlcheck": {k: res["urlcheck"].get(k) for k in ("compared", "full", "equal", "jaccard", "skitter", "scrapy")},
+            "web": res["web"], "machine": res["machine"]}
+
+
+def add(args) -> None:
+    """A size measured by `make bench` (medians of its alternating runs) joins the curve."""
+    rows = json.loads(SCALE_JSON.read_text()) if SCALE_JSON.exists() else {}
+    res = json.loads(Path(args.results).read_text())
+    rows[str(res["args"]["pages"])] = row_of(res)
+    SCALE_JSON.write_text(json.dumps(rows, indent=1))
     render_scale(rows)
 
 
 def render_scale(rows: dict) -> None:
     sizes = sorted(rows, key=int)
     L = ["## Scale curve: 2,000 / 20,000 / 200,000 pages (`bench/scale.py scale`)", "",
-         "One run of each crawler per size, on a demo web of that many pages (8 hosts for 2,000, 32 above), "
-         "with `make bench`'s settings (concurrency 32, 4 per host, robots.txt obeyed, no delay, budget "
-         "above the web's size) and its URL-set check. Peak memory is the process tree's; PSS counts a page "
-         "shared by two processes once.", "",
+         "One run of each crawler per size (the 20,000 row: the medians of `make bench`'s alternating runs), "
+         "on a demo web of that many pages (8 hosts for 2,000, 32 above), with `make bench`'s settings "
+         "(concurrency 32, 4 per host, robots.txt obeyed, no delay, budget above the web's size) and its "
+         "URL-set check. Peak memory is the process tree's; PSS counts a page shared by two processes once.", "",
          "| pages | crawler | pages/s | CPU ms/page | peak RSS MB | peak PSS MB | URL sets |",
          "| ---: | --- | ---: | ---: | ---: | ---: | --- |"]
     for n in sizes:
@@ -231,11 +244,15 @@ def main(argv=None) -> int:
         p.add_argument("--timeout", type=float, default=7200, help="seconds before one crawl is killed")
         p.add_argument("--reuse-web", action="store_true")
     sub.add_parser("render")
+    ad = sub.add_parser("add")
+    ad.add_argument("results", help="a bench/out/results-*.json of `make bench`")
     a = ap.parse_args(argv)
     if a.cmd == "scale":
         scale(a)
     elif a.cmd == "rss":
         rss(a)
+    elif a.cmd == "add":
+        add(a)
     else:
         if SCALE_JSON.exists():
             render_scale(json.loads(SCALE_JSON.read_text()))
