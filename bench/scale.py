@@ -181,13 +181,13 @@ def render_rss(r: dict) -> None:
          f"on 32 hosts served by nginx: {fmt(r['pages'], 0)} URLs fetched in {wall / 60:.1f} min "
          f"({fmt(r['pages_per_s'])} pages/s), crawl directory {fmt(r.get('crawl_dir_mb'), 0)} MB. Memory of the "
          "process tree (crawl process, worker, resource tracker) sampled every 0.1 s (RSS) and 0.5 s (PSS).", "",
-         "| part of the crawl | 10% | 20% | 30% | 40% | 50% | 60% | 70% | 80% | 90% | end |",
+         "| part of the crawl | 10% | 20% | 30% | 40% | 50% | 60% | 70% | 80% | 90% | 97% |",
          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    fracs = [0.1 * i for i in range(1, 10)] + [0.995]
+    fracs = [0.1 * i for i in range(1, 10)] + [0.97]
     L.append("| RSS MB | " + " | ".join(f"{_at(rs, f * wall):.0f}" for f in fracs) + " |")
     if ps:
         L.append("| PSS MB | " + " | ".join(f"{_at(ps, f * wall):.0f}" for f in fracs) + " |")
-    warm = [s for s in rs if s[0] >= 0.2 * wall and s[0] <= 0.995 * wall]
+    warm = [s for s in rs if 0.3 * wall <= s[0] <= 0.97 * wall]   # the end: the crawl's teardown
     if len(warm) > 2:
         import numpy as np
 
@@ -195,7 +195,8 @@ def render_rss(r: dict) -> None:
         y = np.array([s[1] for s in warm]) / 2**20
         slope = np.polyfit(t, y, 1)[0]                 # MB per second
         per_100k = slope * wall / max(1, r["pages"]) * 100_000
-        L += ["", f"After warm-up (from 20% of the crawl to its end) RSS ranges over {y.min():.0f}–{y.max():.0f} MB; "
+        L += ["", f"After warm-up (from 30% of the crawl, when the near-duplicate window and the frontier's "
+              f"memory cap are full, to 97%, before the teardown) RSS ranges over {y.min():.0f}–{y.max():.0f} MB; "
               f"a least-squares line through it rises {per_100k:.1f} MB per 100,000 pages. Peak RSS "
               f"{fmt(r['peak_rss_mb'])} MB, peak PSS {fmt(r.get('peak_pss_mb'))} MB."]
     L += ["", "What keeps it flat: the frontier holds at most 50,000 candidates in memory (the rest wait in "
