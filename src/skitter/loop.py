@@ -298,6 +298,7 @@ class Crawler:
 
     def _handle(self, cand: Candidate, result: FetchResult, analysis: Analysis) -> None:
         """Store the outcome of one fetch (sync: one page's writes never straddle a commit)."""
+        self.db.ensure_tx()   # before the first write: the content-seen row must not commit alone
         status = result.status
         location = self.warc.write_encoded(analysis.warc) if analysis.warc is not None else None
         self.stats.bytes += len(result.raw_body)
@@ -341,9 +342,10 @@ class Crawler:
         conn = self.db.conn
         if conn.execute("INSERT OR IGNORE INTO contents (hash, url) VALUES (?, ?)", (digest, cand.url)).rowcount == 0:
             original = conn.execute("SELECT url FROM contents WHERE hash = ?", (digest,)).fetchone()[0]
-            record["duplicate_of"] = original
-            self.stats.duplicates += 1
-            return None
+            if original != cand.url:   # (the same URL again is never its own duplicate)
+                record["duplicate_of"] = original
+                self.stats.duplicates += 1
+                return None
         page = analysis.page
         if page is None:
             return None  # non-HTML is recorded (and archived) but not parsed
