@@ -58,16 +58,9 @@ def _num(x: float | None) -> str:
 def eval_crawl(directories: tuple[str, ...], labels_path: str, topic: str | None, plot_path: str | None,
                as_json: bool) -> None:
     """Harvest rate, topic recall and PageRank capture of crawls (DIR...) against labels."""
-    from .errors import UsageError
-    from .evalcrawl import evaluate_crawl, load_labels, plot, report
+    from .evalcrawl import evaluate_crawl, load_labels_for, plot, report
 
-    try:
-        labels = load_labels(labels_path)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if topic is not None and topic not in labels.topics:
-        raise UsageError(f"--topic {topic!r} is not a topic of {labels_path} "
-                         f"({', '.join(sorted(labels.topics)) or 'it has none'})")
+    labels = load_labels_for(labels_path, topic)
     results = {}
     for d in directories:
         name = Path(d).name or d

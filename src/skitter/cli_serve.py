@@ -30,15 +30,9 @@ def serve(directory: str, host: str, port: int, labels_path: str | None, topic: 
         raise CrawlDirError(f"{d} is not a crawl directory (no {DB_NAME})")
     labels = None
     if labels_path is not None:
-        from .evalcrawl import load_labels
+        from .evalcrawl import load_labels_for
 
-        try:
-            labels = load_labels(labels_path)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        if topic is not None and topic not in labels.topics:
-            raise UsageError(f"--topic {topic!r} is not a topic of {labels_path} "
-                             f"({', '.join(sorted(labels.topics)) or 'it has none'})")
+        labels = load_labels_for(labels_path, topic)
     elif topic is not None:
         raise UsageError("--topic needs --labels")
     from .web.app import serve as run

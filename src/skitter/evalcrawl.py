@@ -54,6 +54,20 @@ def _canon(url: str) -> str:
         return url
 
 
+def load_labels_for(path: Path | str, topic: str | None = None) -> Labels:
+    """``load_labels`` for the command line: a bad file or a topic it lacks is a UsageError."""
+    from .errors import UsageError
+
+    try:
+        labels = load_labels(path)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if topic is not None and topic not in labels.topics:
+        raise UsageError(f"--topic {topic!r} is not a topic of {path} "
+                         f"({', '.join(sorted(labels.topics)) or 'it has none'})")
+    return labels
+
+
 def load_labels(path: Path | str) -> Labels:
     topic: dict[str, str | None] = {}
     pagerank: dict[str, float] = {}
