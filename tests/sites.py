@@ -109,3 +109,53 @@ def wait_for_progress(directory: Path, proc, pages: int = 30, timeout: float = 6
         if stored_records(directory) >= first + pages:
             return
         time.sleep(0.1)
+
+
+# -- `skitter serve` for the web UI tests ------------------------------------------------------------
+
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Served:
+    """`skitter serve DIR [args]` on a free loopback port, in a subprocess."""
+
+    def __init__(self, directory: Path, *args: str) -> None:
+        import socket
+        import subprocess
+        import sys
+
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([sys.executable, "-m", "skitter", "serve", str(directory), "--port",
+                                      str(self.port), *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"skitter serve exited: {self.proc.stderr.read()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise AssertionError("skitter serve did not start listening")
+
+    def stop(self) -> None:
+        import subprocess
+
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()

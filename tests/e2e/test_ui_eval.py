@@ -11,10 +11,8 @@ to tests/artifacts/.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -26,49 +24,17 @@ playwright_sync = pytest.importorskip("playwright.sync_api")
 
 from skitter.evalcrawl import BUDGETS, evaluate_crawl, load_labels  # noqa: E402
 
+from sites import CHROMIUM_ARGS, Served, free_port  # noqa: E402
+
 pytestmark = pytest.mark.slow
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 TOPIC = "astronomy"
 EVAL_PLOTS = ["eval-harvest", "eval-recall", "eval-top", "eval-pagerank"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-class Served:
-    """`skitter serve DIR [args]` on a free loopback port, in a subprocess."""
-
-    def __init__(self, directory: Path, *args: str) -> None:
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen([sys.executable, "-m", "skitter", "serve", str(directory), "--port",
-                                      str(self.port), *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"skitter serve exited: {self.proc.stderr.read()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise AssertionError("skitter serve did not start listening")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 @pytest.fixture(scope="module")

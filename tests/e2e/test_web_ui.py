@@ -12,11 +12,9 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -31,14 +29,11 @@ from skitter.demo.web import DemoConfig  # noqa: E402
 from skitter.search import Hit, Results  # noqa: E402
 from skitter.web.app import build_query, is_http_url, make_env  # noqa: E402
 
+from sites import CHROMIUM_ARGS, Served, free_port  # noqa: E402
+
 pytestmark = pytest.mark.slow
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-# `skitter` with `serve` registered (cli.py registers it; this also works before it does)
-_MAIN = ("from skitter.cli import cli, main\nfrom skitter.cli_serve import serve\n"
-         "cli.commands.get('serve') or cli.add_command(serve)\nmain()\n")
 
 
 def crawl(seeds: list[str], out: Path) -> None:
@@ -49,39 +44,8 @@ def crawl(seeds: list[str], out: Path) -> None:
     assert (out / "index.db").exists(), "the crawl did not build its index"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-class Served:
-    """`skitter serve DIR` on a free loopback port, in a subprocess."""
-
-    def __init__(self, directory: Path) -> None:
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen([sys.executable, "-c", _MAIN, "serve", str(directory), "--port", str(self.port)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"skitter serve exited: {self.proc.stderr.read()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise AssertionError("skitter serve did not start listening")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 @pytest.fixture(scope="module")
