@@ -147,16 +147,23 @@ def normalise(text: str) -> str:
 _ASCII_ALNUM = np.array([chr(c).isalnum() for c in range(128)] + [False], dtype=bool)
 
 
-_ASCII_ALNUM_U8 = np.zeros(256, dtype=bool)
-_ASCII_ALNUM_U8[:128] = _ASCII_ALNUM[:128]
+_ASCII_NONALNUM = bytes(i for i in range(256) if not (i < 128 and _ASCII_ALNUM[i]))  # bytes.translate drops them
+
+
+def _ascii_codepoints(b: bytes) -> np.ndarray:
+    return np.frombuffer(b.lower().translate(None, _ASCII_NONALNUM), dtype=np.uint8)
 
 
 def _codepoints(text: str) -> np.ndarray:
     """The code points of ``normalise(text)`` (uint32, or uint8 for ASCII text), computed in NumPy:
     6x the regex's speed."""
     if text.isascii():   # most pages: one byte a character, and casefold() is lower()
-        b = np.frombuffer(text.lower().encode("ascii"), dtype=np.uint8)
-        return b[_ASCII_ALNUM_U8[b]]
+        return _ascii_codepoints(text.encode("ascii"))
+    cp = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    odd = np.unique(cp[cp >= 128])
+    if not any(ch.isalnum() for c in odd.tolist() for ch in chr(c).casefold()):
+        # many pages: ASCII words and a few symbols (©, nbsp, quotes, dashes) that normalising drops
+        return _ascii_codepoints(text.encode("ascii", "ignore"))
     cp = np.frombuffer(text.casefold().encode("utf-32-le"), dtype=np.uint32)
     keep = _ASCII_ALNUM[np.minimum(cp, 128)]
     high = cp >= 128

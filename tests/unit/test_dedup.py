@@ -78,6 +78,21 @@ def test_white_space_punctuation_and_case_insensitive(text: str, rnd: random.Ran
         assert winnow(text, k, w).tolist() == winnow(other, k, w).tolist()
 
 
+# ASCII, the symbols normalising drops (©, nbsp, quotes, dashes) and letters that casefold to
+# ASCII (Kelvin sign, long s), to several letters (ß, ﬁ) or stay non-ASCII (é, Σ, 日): every path
+# of _codepoints, each checked against normalise(), the reference.
+MIXED = ALNUM + ALNUM.upper() + " .,-_\n\t\u00a0©®“”‘’–—…€\u212a\u017f\u00df\ufb01éÉΣσς日本\u0301"
+
+
+@given(st.text(alphabet=MIXED, max_size=200) | st.text(max_size=60))
+@FAST
+def test_codepoints_are_those_of_normalise(text: str) -> None:
+    from skitter.dedup import _codepoints
+
+    got = _codepoints(text)
+    assert got.tolist() == [ord(c) for c in normalise(text)]
+
+
 @FAST
 @given(st.lists(st.integers(0, 20), min_size=0, max_size=80), st.integers(1, 9))
 def test_selection_matches_seed_004s_loop(hashes: list[int], w: int) -> None:
