@@ -520,8 +520,8 @@ def render(ctx: dict) -> str:
             L.append(f"| {name} | {x['ok_runs']}/{x['runs']} | {fmt(x['pages'], 0)} | {fmt(x['wall_s'])} | "
                      f"**{fmt(x['pages_per_s'])}** | {fmt(x['cpu_s'])} | {fmt(x['cpu_ms_per_page'], 2)} | "
                      f"{fmt(x['peak_rss_mb'])} | {fmt(x.get('peak_pss_mb'))} | {fmt(x['nginx_cpu_s'])} |")
-    L += ["", "Peak RSS is summed over the crawler's processes (skitter: the crawl process, its worker and "
-          "multiprocessing's resource tracker; Scrapy: one process), so pages two processes share (the "
+    L += ["", "Peak RSS is summed over the crawler's processes (skitter: the crawl process and its worker "
+          "process; Scrapy: one process), so pages two processes share (the "
           "Python runtime, libraries) count twice; peak PSS (proportional set size, from smaps_rollup every "
           "0.5 s) splits each shared page among the processes that map it: the memory the tree really takes."]
     sk, sc, ba = s.get("skitter", {}), s.get("scrapy", {}), s.get("bare", {})

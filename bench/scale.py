@@ -183,7 +183,7 @@ def render_rss(r: dict) -> None:
          f"One skitter crawl (`make bench`'s settings, `--index-interval -1`) of a {r['pages_in_web']:,}-page demo web "
          f"on 32 hosts served by nginx: {fmt(r['pages'], 0)} URLs fetched in {wall / 60:.1f} min "
          f"({fmt(r['pages_per_s'])} pages/s), crawl directory {fmt(r.get('crawl_dir_mb'), 0)} MB. Memory of the "
-         "process tree (crawl process, worker, resource tracker) sampled every 0.1 s (RSS) and 0.5 s (PSS).", "",
+         "process tree (crawl process and worker) sampled every 0.1 s (RSS) and 0.5 s (PSS).", "",
          "| part of the crawl | 10% | 20% | 30% | 40% | 50% | 60% | 70% | 80% | 90% | 97% |",
          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     fracs = [0.1 * i for i in range(1, 10)] + [0.97]

@@ -2,17 +2,13 @@
 
 ``analyse`` turns a FetchResult into what the crawl loop stores: the WARC record pair (gzip-
 compressed), the content hash and, for HTML, the parsed Page. It does no I/O and touches no
-shared state, so the loop runs it in a process pool (``--workers``) and keeps its own event
+shared state, so the loop runs it in worker processes (``--workers``) and keeps its own event
 loop for fetching, the frontier and the database: on two cores that is what lets skitter use
-both (docs/benchmarks.md has the profile).
+both (docs/benchmarks.md has the profile). The processes are :mod:`skitter.workers`.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
-import time
 from dataclasses import dataclass
 
 import xxhash
@@ -58,15 +54,10 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dups: bool
     return Analysis(warc, digest, page)
 
 
-def worker_init(crawler_pid: int) -> None:
-    """Workers leave Ctrl-C to the crawl process, which stops them cleanly, and end themselves
-    if the crawl process dies (kill -9 leaves no orphan behind)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    def watch() -> None:
-        while True:
-            time.sleep(0.5)
-            if os.getppid() != crawler_pid:
-                os._exit(0)
-
-    threading.Thread(target=watch, name="skitter-parent-watch", daemon=True).start()
+def archive_only(result: FetchResult, target_uri: str) -> Analysis:
+    """What the crawl keeps of a response whose worker process died on it: the WARC records and
+    the content hash, no parse (the crawl process never parses what crashed a worker)."""
+    status = result.status
+    ok = status is not None and 200 <= status < 300
+    return Analysis(encode_pair(result, target_uri=target_uri),
+                    xxhash.xxh3_128_hexdigest(result.body) if ok else None, None)

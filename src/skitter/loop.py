@@ -21,12 +21,11 @@ are fetched again (they were "in flight"), and the WARC tail past the commit poi
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
+import logging
 import os
 import signal
 import time
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,15 +41,18 @@ from .frontier.politeness import Politeness, parse_retry_after
 from .linkfilter import LinkFilter
 from .models import Candidate, FetchResult, Page
 from .netguard import allowed_classes
-from .analyse import Analysis, analyse, worker_init
+from .analyse import Analysis, analyse, archive_only
 from .robots.cache import RobotsCache
 from .robots.rules import product_token
 from .store.db import CrawlDB
 from .store.warc import WarcWriter
 from .strategies import ParentContext, make_scorer
 from .urls import URLError, canonicalize, fingerprint, host_key, resolve
+from .workers import WorkerDied, WorkerPool
 
 REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
+
+log = logging.getLogger(__name__)
 
 
 def _now_iso(epoch: float) -> str:
@@ -70,6 +72,7 @@ class CrawlStats:
     near_duplicates: int = 0
     disallowed: int = 0
     robots_fetches: int = 0
+    unparsed: int = 0         # responses archived unparsed: their worker process died
     bytes: int = 0
     statuses: Counter = field(default_factory=Counter)
 
@@ -167,10 +170,10 @@ class Crawler:
         c = self.config
         allowed = allowed_classes(list(c.seeds), c.allow_private, resolved=dict(c.resolve))
         n = c.worker_count()
-        # spawn (not fork: the loop has threads) and a parent watch: no orphan survives a kill -9
-        self.pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=worker_init, initargs=(os.getpid(),)) if n else None
+        self.pool = WorkerPool(n) if n else None   # no orphan survives a kill -9 (skitter.workers)
         try:
+            if self.pool is not None:
+                await self.pool.start()
             async with Fetcher(c, allowed=allowed, resolver_overrides=dict(c.resolve)) as fetcher:
                 self.fetcher = fetcher
                 self.robots = RobotsCache(fetcher.get, c.user_agent, expiry=c.robots_expiry)
@@ -201,7 +204,7 @@ class Crawler:
         finally:
             self._remove_signals()
             if self.pool is not None:
-                self.pool.shutdown(wait=True, cancel_futures=True)
+                await self.pool.close()
             self._finish()
         return self.stats
 
@@ -292,9 +295,15 @@ class Crawler:
     async def _analyse(self, result: FetchResult, url: str) -> Analysis:
         if self.pool is None:
             return analyse(result, url, self.robots_token, self.neardup is not None)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.pool, analyse, result, url, self.robots_token,
-                                          self.neardup is not None)
+        for attempt in (1, 2):   # a worker that died (killed, out of memory) is replaced: try again
+            try:
+                return await self.pool.submit(analyse, result, url, self.robots_token, self.neardup is not None)
+            except WorkerDied as exc:
+                if attempt == 2:     # twice: this page crashes the parser; keep it, unparsed
+                    log.warning("%s: %s; the response is archived but not parsed", url, exc)
+                    self.stats.unparsed += 1
+                    return archive_only(result, url)
+        raise AssertionError("unreachable")
 
     def _handle(self, cand: Candidate, result: FetchResult, analysis: Analysis) -> None:
         """Store the outcome of one fetch (sync: one page's writes never straddle a commit)."""
@@ -474,18 +483,17 @@ class Crawler:
         it reads crawl.db (WAL readers never block the writer) and writes only index.db."""
         if self.config.index_interval <= 0:
             return
-        loop = asyncio.get_running_loop()
-        pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=worker_init, initargs=(os.getpid(),))
+        pool = WorkerPool(1)
         try:
+            await pool.start()
             while True:
                 await asyncio.sleep(self.config.index_interval)
                 try:
-                    await loop.run_in_executor(pool, update_index, str(self.directory))
-                except SkitterError:  # e.g. an index from another version: `skitter index` rebuilds
+                    await pool.submit(update_index, str(self.directory))
+                except (SkitterError, WorkerDied):  # e.g. an index from another version: `skitter index` rebuilds
                     return
         finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+            await pool.close()
 
     def _finish(self) -> None:
         db = getattr(self, "db", None)

@@ -1,0 +1,249 @@
+"""Worker processes fed over pipes from the crawl's event loop (``--workers``).
+
+The crawl loop hands each response to :func:`skitter.analyse.analyse` in another process, so that
+parsing, fingerprinting and WARC compression use the second core while the loop fetches. Each
+worker is a ``python`` child whose stdin and stdout are the two pipes: the loop writes one
+length-prefixed pickle per call to stdin and a reader task reads the answers from stdout. Nothing
+else runs: no helper thread and no helper process.
+
+Why not ``concurrent.futures.ProcessPoolExecutor`` (used until stop 9): it moves every call through
+two threads of the crawl process (a queue feeder and a result manager) that contend with the event
+loop for the GIL, and its semaphores start multiprocessing's resource tracker, a third process of
+about 12 MB. On the benchmark web those threads took 0.3 ms of CPU a page, about 8 % of the crawl's
+(docs/benchmarks.md).
+
+Lifetime: a worker ends when its stdin reaches end of file, which happens when :meth:`close` is
+called and also when the crawl process dies (kill -9 closes its pipe ends): no orphan is left.
+A worker that dies on its own (a crash in a C library on a hostile page) fails only the calls it
+held, with :class:`WorkerDied`; the pool starts a new one. Workers that die right after starting,
+three times in a row, mean they cannot start at all: every call then fails with
+:class:`WorkerDied` and the message says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import pickle
+import signal
+import struct
+import sys
+import time
+from typing import Any, Callable
+
+__all__ = ["WorkerDied", "WorkerPool"]
+
+log = logging.getLogger(__name__)
+
+_HEAD = struct.Struct("<I")          # the length of the pickle that follows
+_STREAM_LIMIT = 1 << 22              # the reader's buffer; answers are a page's text and records
+_START_FAILURES = 3                  # workers dying before their first answer, in a row: give up
+_PIPE_BYTES = 1 << 20               # each pipe's capacity (see _grow_pipe)
+_CLOSE_WAIT = 10.0                   # seconds a closing worker may take to finish its last call
+
+
+class WorkerDied(Exception):
+    """The worker process running a call ended before answering it."""
+
+
+class _Worker:
+    __slots__ = ("proc", "stdout", "stdin", "pending", "reader", "answered", "dead")
+
+    def __init__(self, proc: asyncio.subprocess.Process, stdout: asyncio.StreamReader,
+                 stdin: asyncio.StreamWriter) -> None:
+        self.proc = proc
+        self.stdout = stdout
+        self.stdin = stdin
+        self.pending: dict[int, asyncio.Future] = {}
+        self.reader: asyncio.Task | None = None
+        self.answered = 0
+        self.dead = False
+
+
+class WorkerPool:
+    """``n`` worker processes; ``await pool.submit(fn, *args)`` runs ``fn(*args)`` in one of them
+    (the one with the fewest calls in progress). ``fn`` and the arguments must pickle (``fn`` by
+    reference: a module-level function). Use ``async with WorkerPool(n) as pool``."""
+
+    def __init__(self, n: int) -> None:
+        if n < 1:
+            raise ValueError("a worker pool needs at least one worker")
+        self.n = n
+        self._workers: list[_Worker] = []
+        self._seq = itertools.count()
+        self._closing = False
+        self._start_failures = 0
+        self._broken: str | None = None
+        self._changed: asyncio.Event | None = None
+        self.deaths = 0               # workers that died on their own
+
+    async def __aenter__(self) -> "WorkerPool":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        self._changed = asyncio.Event()
+        for _ in range(self.n):
+            self._workers.append(await self._spawn())
+
+    @property
+    def pids(self) -> list[int]:
+        return [w.proc.pid for w in self._workers if not w.dead]
+
+    def _command(self) -> list[str]:
+        # the child starts with the parent's import path, so it runs the same skitter
+        code = f"import sys; sys.path[:] = {sys.path!r}; from skitter.workers import _main; _main()"
+        return [sys.executable, "-c", code]
+
+    async def _spawn(self) -> _Worker:
+        # our own pipes, not the event loop's (libuv makes socket pairs, whose buffers stay small)
+        req_r, req_w = os.pipe()
+        ans_r, ans_w = os.pipe()
+        for fd in (req_w, ans_r):
+            _grow_pipe(fd)
+        try:
+            proc = await asyncio.create_subprocess_exec(*self._command(), stdin=req_r, stdout=ans_w)
+        except BaseException:
+            for fd in (req_r, req_w, ans_r, ans_w):
+                os.close(fd)
+            raise
+        os.close(req_r)
+        os.close(ans_w)
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=_STREAM_LIMIT)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(ans_r, "rb", 0))
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
+                                                            os.fdopen(req_w, "wb", 0))
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        w = _Worker(proc, reader, writer)
+        w.reader = asyncio.create_task(self._read(w, time.monotonic()))
+        return w
+
+    async def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        payload = pickle.dumps((fn, args), protocol=5)
+        while True:
+            if self._broken is not None:
+                raise WorkerDied(self._broken)
+            if self._closing:
+                raise RuntimeError("the worker pool is closed")
+            alive = [w for w in self._workers if not w.dead]
+            if alive:
+                break
+            self._changed.clear()
+            await self._changed.wait()  # a replacement is starting
+        w = min(alive, key=lambda w: len(w.pending))
+        seq = next(self._seq)
+        fut = asyncio.get_running_loop().create_future()
+        w.pending[seq] = fut
+        try:
+            w.stdin.write(_HEAD.pack(len(payload) + 8) + seq.to_bytes(8, "little") + payload)
+            await w.stdin.drain()
+            return await fut
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            w.dead = True   # before its reader sees the end: a retry must not pick it again
+            raise WorkerDied(f"worker process {w.proc.pid} ended: {exc}") from None
+        finally:
+            w.pending.pop(seq, None)
+
+    async def _read(self, w: _Worker, started: float) -> None:
+        stream = w.stdout
+        try:
+            while True:
+                (size,) = _HEAD.unpack(await stream.readexactly(_HEAD.size))
+                data = await stream.readexactly(size)
+                seq = int.from_bytes(data[:8], "little")
+                ok, value = pickle.loads(memoryview(data)[8:])
+                w.answered += 1
+                fut = w.pending.get(seq)
+                if fut is not None and not fut.done():
+                    if ok:
+                        fut.set_result(value)
+                    else:
+                        fut.set_exception(value)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass   # end of file: the worker ended
+        await self._died(w, started)
+
+    async def _died(self, w: _Worker, started: float) -> None:
+        w.dead = True
+        code = await w.proc.wait()
+        for fut in w.pending.values():
+            if not fut.done():
+                fut.set_exception(WorkerDied(f"worker process {w.proc.pid} ended (exit status {code})"))
+        if self._closing:
+            return
+        self.deaths += 1
+        log.warning("worker process %d ended (exit status %s); starting another", w.proc.pid, code)
+        if w.answered == 0 and time.monotonic() - started < 30:
+            self._start_failures += 1
+        else:
+            self._start_failures = 0
+        if self._start_failures >= _START_FAILURES:
+            self._broken = (f"worker processes end as they start (exit status {code}): "
+                            f"try `{sys.executable} -c 'import skitter.analyse'`")
+        else:
+            self._workers[self._workers.index(w)] = await self._spawn()
+        self._changed.set()
+
+    async def close(self) -> None:
+        """Let every worker finish its call in progress, then end them (killed after 10 s)."""
+        self._closing = True
+        for w in self._workers:
+            if not w.stdin.is_closing():
+                w.stdin.close()
+        for w in self._workers:
+            try:
+                await asyncio.wait_for(w.proc.wait(), _CLOSE_WAIT)
+            except asyncio.TimeoutError:
+                w.proc.kill()
+                await w.proc.wait()
+        for w in self._workers:
+            if w.reader is not None:
+                await asyncio.gather(w.reader, return_exceptions=True)
+        if self._changed is not None:
+            self._changed.set()
+
+
+def _grow_pipe(fd: int) -> None:
+    """Make a pipe hold ``_PIPE_BYTES`` (Linux; the default is 64 KiB, two pages' worth): while
+    the event loop is busy (a commit takes up to ~100 ms) the worker still has calls to read and
+    room to write its answers, instead of waiting for the loop."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):   # not Linux, or above /proc/sys/fs/pipe-max-size
+        pass
+
+
+def _main() -> None:
+    """A worker: answer calls from stdin on stdout until stdin ends."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the crawl process's to handle
+    inp = os.fdopen(0, "rb", buffering=1 << 16)
+    out = os.fdopen(os.dup(1), "wb", buffering=1 << 16)
+    os.dup2(2, 1)                                  # a stray print() goes to stderr, not into the answers
+    read = inp.read
+    while True:
+        head = read(_HEAD.size)
+        if len(head) < _HEAD.size:
+            return                                 # end of file: the crawl process is done, or gone
+        (size,) = _HEAD.unpack(head)
+        data = read(size)
+        if len(data) < size:
+            return
+        fn, args = pickle.loads(memoryview(data)[8:])
+        try:
+            answer = (True, fn(*args))
+        except Exception as exc:                   # a bug in fn: the caller raises it
+            answer = (False, exc)
+        try:
+            payload = pickle.dumps(answer, protocol=5)
+        except Exception as exc:                   # an answer or exception that does not pickle
+            payload = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")), protocol=5)
+        out.write(_HEAD.pack(len(payload) + 8) + data[:8] + payload)
+        out.flush()

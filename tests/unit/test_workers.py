@@ -1,0 +1,113 @@
+"""skitter.workers: calls run in real worker processes over pipes; deaths are contained."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import operator
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from skitter.workers import WorkerDied, WorkerPool
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+def test_calls_run_in_other_processes_and_answers_match_their_calls() -> None:
+    async def go():
+        async with WorkerPool(2) as pool:
+            pids = set(await asyncio.gather(*(pool.submit(os.getpid) for _ in range(20))))
+            values = await asyncio.gather(*(pool.submit(math.factorial, i) for i in range(300)))
+            big = await pool.submit(bytes, 3 << 20)          # an answer larger than the pipes
+            return pids, values, big, set(pool.pids)
+    pids, values, big, workers = run(go())
+    assert os.getpid() not in pids and pids <= workers and len(workers) == 2
+    assert values == [math.factorial(i) for i in range(300)]
+    assert big == bytes(3 << 20)
+
+
+def test_an_exception_in_the_call_is_raised_in_the_caller() -> None:
+    async def go():
+        async with WorkerPool(1) as pool:
+            with pytest.raises(ZeroDivisionError):
+                await pool.submit(operator.truediv, 1, 0)
+            return await pool.submit(operator.add, 2, 3)   # the worker lives on
+    assert run(go()) == 5
+
+
+def test_a_dead_worker_fails_its_calls_and_is_replaced() -> None:
+    async def go():
+        async with WorkerPool(1) as pool:
+            first = pool.pids[0]
+            slow = asyncio.ensure_future(pool.submit(time.sleep, 30))
+            await asyncio.sleep(0.5)
+            os.kill(first, signal.SIGKILL)
+            with pytest.raises(WorkerDied):
+                await slow
+            with pytest.raises(WorkerDied):
+                await pool.submit(os._exit, 3)              # a call that takes its worker down
+            pid = await pool.submit(os.getpid)
+            return first, pid, pool.deaths
+    first, pid, deaths = run(go())
+    assert pid != first and deaths == 2
+
+
+class _Unstartable(WorkerPool):
+    def _command(self) -> list[str]:
+        return [sys.executable, "-c", "import sys; sys.exit(3)"]
+
+
+def test_workers_that_cannot_start_fail_every_call_instead_of_looping() -> None:
+    async def go():
+        messages = []
+        async with _Unstartable(1) as pool:
+            for _ in range(10):
+                with pytest.raises(WorkerDied) as died:
+                    await pool.submit(os.getpid)
+                messages.append(str(died.value))
+                if "end as they start" in messages[-1]:
+                    break
+            return messages, pool.deaths
+    messages, deaths = run(go())
+    assert "end as they start" in messages[-1] and deaths == 3
+
+
+def test_workers_end_when_the_parent_is_killed() -> None:
+    parent = subprocess.Popen(
+        [sys.executable, "-c",
+         "import asyncio, sys, time\n"
+         "from skitter.workers import WorkerPool\n"
+         "async def main():\n"
+         "    pool = WorkerPool(2)\n"
+         "    await pool.start()\n"
+         "    await pool.submit(time.sleep, 0)\n"
+         "    print(*pool.pids, flush=True)\n"
+         "    await asyncio.sleep(60)\n"
+         "asyncio.run(main())\n"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in parent.stdout.readline().split()]
+        assert len(pids) == 2
+        parent.kill()
+        parent.wait(10)
+        deadline = time.time() + 10
+        while time.time() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.05)
+        assert not [p for p in pids if _alive(p)]
+    finally:
+        parent.kill()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
