@@ -377,6 +377,12 @@ class _Grow:
         return self.a.nbytes
 
 
+# a run is merged into the one before it once that one is at most _MERGE times its size. A query
+# looks up every run: 8 keeps fewer of them than doubling did (4 instead of 5 at 7,500 documents,
+# queries ~15 % faster) at the same cost per insertion
+_MERGE = 8
+
+
 class _Generation:
     """The documents indexed between two seals: per document its id, sketch length and threshold
     τ (its largest sketch hash), and one posting (hash -> document) per sketch hash, in sorted runs
@@ -400,7 +406,7 @@ class _Generation:
         self.n.extend(np.array([sk.size], dtype=np.int32))
         runs = self.runs
         runs.append((sk.copy(), np.full(sk.size, i, dtype=np.uint32)))
-        while len(runs) > 1 and runs[-2][0].size <= 2 * runs[-1][0].size:
+        while len(runs) > 1 and runs[-2][0].size <= _MERGE * runs[-1][0].size:
             k2, d2 = runs.pop()
             k1, d1 = runs.pop()
             keys = np.concatenate((k1, k2))
@@ -449,9 +455,12 @@ class NearDupIndex:
     the last ``window`` to ``5/4 window`` indexed pages (the crawl's exact content-seen test still
     covers every page). ``window=None``: every page, memory growing with the crawl.
 
-    Persistence: :meth:`rows_for` gives the rows ``(doc_id, hash)`` (hash as a signed 64-bit
-    integer, fit for an SQLite INTEGER) to insert with the page, in the crawl's transaction;
-    :meth:`from_rows` rebuilds the index from them (documents in order of first appearance).
+    Persistence: :meth:`record_for` gives the record ``(doc_id, sketch)`` (the sketch as
+    little-endian uint64 bytes, an SQLite BLOB) to insert with the page, in the crawl's
+    transaction, and :meth:`add_records` indexes such records again, oldest first: one row a page.
+    :meth:`rows_for` / :meth:`from_rows` are the older form, one row ``(doc_id, hash)`` per sketch
+    hash (hash as a signed 64-bit integer), which crawl directories written before stop 9 hold;
+    128 rows a page cost the crawl loop more than one BLOB.
     """
 
     def __init__(self, sketch: int = SKETCH, *, resemblance: float = RESEMBLANCE,
@@ -479,6 +488,15 @@ class NearDupIndex:
     def sketch_of(self, fps: np.ndarray) -> np.ndarray:
         """The bottom-``sketch`` of a fingerprint set (sorted)."""
         return _sorted_set(fps)[:self.sketch]
+
+    def record_for(self, doc_id: int, fps: np.ndarray) -> tuple[int, bytes]:
+        """The record ``(doc_id, sketch bytes)`` that persists ``doc_id``'s entry."""
+        return int(doc_id), self.sketch_of(fps).astype("<u8", copy=False).tobytes()
+
+    def add_records(self, records: Iterable[tuple[int, bytes]]) -> None:
+        """Index persisted ``(doc_id, sketch bytes)`` records, oldest first."""
+        for doc_id, blob in records:
+            self._add_sketch(int(doc_id), np.frombuffer(blob, dtype="<u8").astype(_U64, copy=False))
 
     def rows_for(self, doc_id: int, fps: np.ndarray) -> list[tuple[int, int]]:
         """The rows ``(doc_id, hash)`` that persist ``doc_id``'s entry (hash: signed 64-bit)."""

@@ -152,17 +152,27 @@ class Crawler:
 
     def _load_neardup(self, db: CrawlDB) -> NearDupIndex:
         """The near-duplicate index as the crawl left it: the newest ``near_dup_window`` pages'
-        sketches, read back oldest first (rows are written in fetch order)."""
+        sketches, read back oldest first (records are written in fetch order). Sketches in the
+        older one-row-per-hash table (``near_fps``) are older than every record."""
         window = self.config.near_dup_window or None
-        if window is None:
-            return NearDupIndex.from_rows(db.conn.execute("SELECT doc_id, hash FROM near_fps ORDER BY rowid"))
-        limit = (window + window // 4) * SKETCH
-        rows = db.conn.execute("SELECT doc_id, hash FROM near_fps ORDER BY rowid DESC LIMIT ?", (limit,)).fetchall()
-        rows.reverse()
-        if len(rows) == limit:   # the oldest document may be cut: leave it out
-            first = rows[0][0]
-            rows = [r for r in rows if r[0] != first]
-        return NearDupIndex.from_rows(rows, window=window)
+        keep = None if window is None else window + window // 4
+        records = db.conn.execute("SELECT doc_id, sketch FROM near_sketches ORDER BY rowid DESC"
+                                  + ("" if keep is None else f" LIMIT {int(keep)}")).fetchall()
+        records.reverse()
+        rows: list = []
+        if keep is None:
+            rows = db.conn.execute("SELECT doc_id, hash FROM near_fps ORDER BY rowid").fetchall()
+        elif len(records) < keep:
+            limit = (keep - len(records)) * SKETCH
+            rows = db.conn.execute("SELECT doc_id, hash FROM near_fps ORDER BY rowid DESC LIMIT ?",
+                                   (limit,)).fetchall()
+            rows.reverse()
+            if len(rows) == limit:   # the oldest document may be cut: leave it out
+                first = rows[0][0]
+                rows = [r for r in rows if r[0] != first]
+        index = NearDupIndex.from_rows(rows, window=window)
+        index.add_records(records)
+        return index
 
     # -- the loop --------------------------------------------------------------------------
     async def run(self) -> CrawlStats:
@@ -400,8 +410,8 @@ class Crawler:
                     original = [r[0] for r in self.db.conn.execute("SELECT dst_url FROM links WHERE src = ?",
                                                                     (match[0][0],))]
                     follow = links_worth_following(page.links, original)
-        self.db.conn.executemany("INSERT INTO near_fps (doc_id, hash) VALUES (?, ?)",
-                                 self.neardup.rows_for(doc, fps))
+        self.db.conn.execute("INSERT INTO near_sketches (doc_id, sketch) VALUES (?, ?)",
+                             self.neardup.record_for(doc, fps))
         self.neardup.add(doc, fps)
         return follow
 

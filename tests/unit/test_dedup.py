@@ -357,7 +357,9 @@ def test_window_bounds_memory_and_keeps_the_newest_pages(corpus) -> None:
 
 def test_the_crawl_reloads_its_window_from_the_database(corpus, tmp_path) -> None:
     """What a resumed crawl reads back (``Crawler._load_neardup``): the newest pages' sketches
-    from ``near_fps`` in a real crawl database, with the window the crawl runs with."""
+    in a real crawl database, with the window the crawl runs with. The first 700 pages are in the
+    form written before stop 9 (``near_fps``, a row per hash), the last 300 as records
+    (``near_sketches``, a row per page), as in a crawl resumed across that change."""
     from skitter.config import CrawlConfig
     from skitter.loop import Crawler
     from skitter.store.db import CrawlDB
@@ -367,15 +369,20 @@ def test_the_crawl_reloads_its_window_from_the_database(corpus, tmp_path) -> Non
     live = NearDupIndex(window=400)
     with db.conn:
         for i, f in enumerate(fps[:1000]):
-            db.conn.executemany("INSERT INTO near_fps (doc_id, hash) VALUES (?, ?)", live.rows_for(10_000 + i, f))
+            if i < 700:
+                db.conn.executemany("INSERT INTO near_fps (doc_id, hash) VALUES (?, ?)", live.rows_for(10_000 + i, f))
+            else:
+                db.conn.execute("INSERT INTO near_sketches (doc_id, sketch) VALUES (?, ?)", live.record_for(10_000 + i, f))
             live.add(10_000 + i, f)
     crawler = Crawler(tmp_path, CrawlConfig(seeds=("http://127.0.0.1:1/",), near_dup_window=400))
     back = crawler._load_neardup(db)
     held = {d for d, _ in back.to_rows()}
     assert 400 <= len(back) <= 500 and held <= {d for d, _ in live.to_rows()}
     assert max(held) == 10_999 and min(held) >= 10_500
-    q = winnow(texts[990] + " " + words(random.Random(1), 10))
-    assert back.query(q)[0][0] == 10_990
+    assert sorted(back.to_rows()) == sorted(r for r in live.to_rows() if r[0] in held)   # the same sketches
+    for i in (990, 650):   # a record, an older row
+        q = winnow(texts[i] + " " + words(random.Random(1), 10))
+        assert back.query(q)[0][0] == 10_000 + i
     everything = Crawler(tmp_path, CrawlConfig(seeds=("http://127.0.0.1:1/",), near_dup_window=0))._load_neardup(db)
     assert len(everything) == 1000 and everything.window is None
     db.close()

@@ -12,8 +12,10 @@ Tables (schema version in ``meta``):
 - ``pages``     the parsed text fields of HTML pages (for the index and the focused strategies).
 - ``links``     the link graph with anchor text and the link attributes of seed 004.
 - ``contents``  the content-seen test: content hash -> first URL with that body.
-- ``near_fps``  the near-duplicate index's sketches (seed 004 winnowing; skitter.dedup): rows
-                (page fingerprint, sketch hash), rebuilt into memory on open.
+- ``near_sketches`` the near-duplicate index's sketches (seed 004 winnowing; skitter.dedup): one
+                row (page fingerprint, sketch as a BLOB) a page, rebuilt into memory on open.
+- ``near_fps``  the same in the form written before stop 9: one row (page fingerprint, sketch
+                hash) per hash; still read on open.
 - ``robots``    robots.txt fetches per origin (status, sitemaps) for stats.
 
 Durability: WAL with synchronous=NORMAL survives kill -9 (only an OS crash could lose the last
@@ -101,6 +103,7 @@ CREATE INDEX IF NOT EXISTS links_src ON links (src);
 CREATE INDEX IF NOT EXISTS links_dst ON links (dst);
 CREATE TABLE IF NOT EXISTS contents (hash TEXT PRIMARY KEY, url TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS near_fps (doc_id INTEGER NOT NULL, hash INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS near_sketches (doc_id INTEGER NOT NULL, sketch BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS robots (
     origin TEXT PRIMARY KEY, fetched_at TEXT, outcome TEXT, crawl_delay REAL, sitemaps TEXT
 );
