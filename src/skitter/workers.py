@@ -27,20 +27,18 @@ import itertools
 import logging
 import os
 import pickle
-import signal
-import struct
 import sys
 import time
 from typing import Any, Callable
+
+from .worker_main import HEAD as _HEAD, grow_pipe as _grow_pipe
 
 __all__ = ["WorkerDied", "WorkerPool"]
 
 log = logging.getLogger(__name__)
 
-_HEAD = struct.Struct("<I")          # the length of the pickle that follows
 _STREAM_LIMIT = 1 << 22              # the reader's buffer; answers are a page's text and records
 _START_FAILURES = 3                  # workers dying before their first answer, in a row: give up
-_PIPE_BYTES = 1 << 20               # each pipe's capacity (see _grow_pipe)
 _CLOSE_WAIT = 10.0                   # seconds a closing worker may take to finish its last call
 
 
@@ -97,7 +95,7 @@ class WorkerPool:
 
     def _command(self) -> list[str]:
         # the child starts with the parent's import path, so it runs the same skitter
-        code = f"import sys; sys.path[:] = {sys.path!r}; from skitter.workers import _main; _main()"
+        code = f"import sys; sys.path[:] = {sys.path!r}; from skitter.worker_main import main; main()"
         return [sys.executable, "-c", code]
 
     async def _spawn(self) -> _Worker:
@@ -207,43 +205,3 @@ class WorkerPool:
                 await asyncio.gather(w.reader, return_exceptions=True)
         if self._changed is not None:
             self._changed.set()
-
-
-def _grow_pipe(fd: int) -> None:
-    """Make a pipe hold ``_PIPE_BYTES`` (Linux; the default is 64 KiB, two pages' worth): while
-    the event loop is busy (a commit takes up to ~100 ms) the worker still has calls to read and
-    room to write its answers, instead of waiting for the loop."""
-    try:
-        import fcntl
-
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
-    except (ImportError, AttributeError, OSError):   # not Linux, or above /proc/sys/fs/pipe-max-size
-        pass
-
-
-def _main() -> None:
-    """A worker: answer calls from stdin on stdout until stdin ends."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the crawl process's to handle
-    inp = os.fdopen(0, "rb", buffering=1 << 16)
-    out = os.fdopen(os.dup(1), "wb", buffering=1 << 16)
-    os.dup2(2, 1)                                  # a stray print() goes to stderr, not into the answers
-    read = inp.read
-    while True:
-        head = read(_HEAD.size)
-        if len(head) < _HEAD.size:
-            return                                 # end of file: the crawl process is done, or gone
-        (size,) = _HEAD.unpack(head)
-        data = read(size)
-        if len(data) < size:
-            return
-        fn, args = pickle.loads(memoryview(data)[8:])
-        try:
-            answer = (True, fn(*args))
-        except Exception as exc:                   # a bug in fn: the caller raises it
-            answer = (False, exc)
-        try:
-            payload = pickle.dumps(answer, protocol=5)
-        except Exception as exc:                   # an answer or exception that does not pickle
-            payload = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")), protocol=5)
-        out.write(_HEAD.pack(len(payload) + 8) + data[:8] + payload)
-        out.flush()

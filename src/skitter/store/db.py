@@ -127,7 +127,7 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
         if not readonly:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA cache_size = -16000")  # 16 MB: memory stays flat on long crawls
+        conn.execute("PRAGMA cache_size = -4000")  # 4 MB: the OS caches the file; more only costs RSS (docs/benchmarks.md)
     except sqlite3.Error as exc:
         raise CrawlDirError(f"cannot open crawl database {path}: {exc}") from None
     return conn
