@@ -15,9 +15,7 @@ import xxhash
 
 import numpy as np
 
-from .dedup import fingerprints
 from .models import FetchResult, Page, fast_pickle
-from .parse import parse_html
 from .store.warc import encode_pair
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -47,6 +45,10 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dups: bool
     digest = xxhash.xxh3_128_hexdigest(result.body)
     page = None
     if is_html(result):
+        # imported here, in the worker: the crawl process needs neither lexbor nor resiliparse
+        from .dedup import fingerprints
+        from .parse import parse_html
+
         page = parse_html(result.body, target_uri, result.header("content-type"),
                           x_robots_tag=result.header("x-robots-tag"), user_agent_token=ua_token)
         fps = fingerprints(result.body, page.text, encoding=page.encoding) if near_dups else None

@@ -76,18 +76,17 @@ def crawl(seeds: tuple[str, ...], output: str, resolve: tuple[str, ...], quiet: 
 
 
 def run_crawl(directory: Path, config: CrawlConfig, *, quiet: bool = False, title: str = "crawling") -> dict:
-    from rich.console import Console
-    from rich.live import Live
-
     from .loop import Crawler
     from .stats import load_summary, render
 
-    console = Console(stderr=True)
     crawler = Crawler(directory, config)
-    if quiet:
+    if quiet:   # rich is not even imported (7 MB of the crawl process's memory)
         _run(crawler.run())
     else:
-        with Live(console=console, refresh_per_second=4, transient=True) as live:
+        from rich.console import Console
+        from rich.live import Live
+
+        with Live(console=Console(stderr=True), refresh_per_second=4, transient=True) as live:
             crawler.on_progress = lambda c: live.update(_progress(c, title))
             _run(crawler.run())
     if config.index_interval >= 0:
@@ -97,9 +96,11 @@ def run_crawl(directory: Path, config: CrawlConfig, *, quiet: bool = False, titl
     summary = load_summary(directory)
     summary["interrupted"] = crawler.interrupted
     if not quiet:
+        from rich.console import Console
+
         Console().print(render(summary))
     if crawler.interrupted:
-        console.print(f"interrupted: run the same command to resume the crawl in {directory}")
+        click.echo(f"interrupted: run the same command to resume the crawl in {directory}", err=True)
     return summary
 
 

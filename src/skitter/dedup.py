@@ -70,12 +70,22 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-try:
-    from resiliparse.extract.html2text import extract_plain_text as _extract_plain_text
-    from resiliparse.parse.encoding import detect_encoding as _detect_encoding
-    from resiliparse.parse.html import HTMLTree
-except ImportError:  # pragma: no cover - resiliparse is a dependency; without it: the parser's text
-    _extract_plain_text = None
+_resiliparse = None   # (extract_plain_text, detect_encoding, HTMLTree), imported by the first main_text
+
+
+def _html2text():
+    """resiliparse, imported where main text is extracted (the worker processes), not where the
+    crawl loop only uses the index: 4 MB less in the crawl process. False if it is missing."""
+    global _resiliparse
+    if _resiliparse is None:
+        try:
+            from resiliparse.extract.html2text import extract_plain_text
+            from resiliparse.parse.encoding import detect_encoding
+            from resiliparse.parse.html import HTMLTree
+            _resiliparse = (extract_plain_text, detect_encoding, HTMLTree)
+        except ImportError:  # pragma: no cover - resiliparse is a dependency; without it: the parser's text
+            _resiliparse = False
+    return _resiliparse
 
 __all__ = [
     "K", "W", "SKETCH", "RESEMBLANCE", "CONTAINMENT", "MIN_SAMPLE", "MAX_DF",
@@ -116,17 +126,19 @@ def main_text(html: bytes | str, fallback_text: str = "", *, encoding: str | Non
     cannot handle the document (it raises, or finds no letter or digit) — pass the parser's body
     text (``Page.text``).
     """
-    if _extract_plain_text is None:
+    lib = _html2text()
+    if not lib:
         return fallback_text
+    extract_plain_text, detect_encoding, HTMLTree = lib
     try:
         if isinstance(html, (bytes, bytearray, memoryview)):
             raw = bytes(html)
             if encoding is None:
-                encoding = _detect_encoding(raw)
+                encoding = detect_encoding(raw)
             tree = HTMLTree.parse_from_bytes(raw, encoding or "utf-8", "replace")
         else:
             tree = HTMLTree.parse(html)
-        text = _extract_plain_text(tree, main_content=True, list_bullets=False, alt_texts=False)
+        text = extract_plain_text(tree, main_content=True, list_bullets=False, alt_texts=False)
     except Exception:  # resiliparse refused the document: the parser's text is all there is
         return fallback_text
     if not any(c.isalnum() for c in text):
