@@ -1,4 +1,4 @@
 from .cli import main
 
-if __name__ == "__main__":  # guarded: worker processes (spawn) import this module too
+if __name__ == "__main__":
     main()

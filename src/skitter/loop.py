@@ -309,6 +309,8 @@ class Crawler:
             try:
                 return await self.pool.submit(analyse, result, url, self.robots_token, self.neardup is not None)
             except WorkerDied as exc:
+                if self.pool.broken:  # no worker can start: stop the crawl with the reason
+                    raise SkitterError(f"analysis: {self.pool.broken}") from None
                 if attempt == 2:     # twice: this page crashes the parser; keep it, unparsed
                     log.warning("%s: %s; the response is archived but not parsed", url, exc)
                     self.stats.unparsed += 1

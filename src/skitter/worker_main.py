@@ -11,6 +11,7 @@ import struct
 
 HEAD = struct.Struct("<I")          # the length of the message that follows (8-byte call id + pickle)
 PIPE_BYTES = 1 << 20                # each pipe's capacity (see grow_pipe)
+READY = (1 << 64) - 1               # the call id of the worker's first message: it has started
 
 
 def grow_pipe(fd: int) -> None:
@@ -32,6 +33,8 @@ def main() -> None:
     out = os.fdopen(os.dup(1), "wb", buffering=1 << 16)
     os.dup2(2, 1)                                  # a stray print() goes to stderr, not into the answers
     read = inp.read
+    out.write(HEAD.pack(8) + READY.to_bytes(8, "little"))
+    out.flush()
     while True:
         head = read(HEAD.size)
         if len(head) < HEAD.size:
@@ -40,10 +43,10 @@ def main() -> None:
         data = read(size)
         if len(data) < size:
             return
-        fn, args = pickle.loads(memoryview(data)[8:])
         try:
+            fn, args = pickle.loads(memoryview(data)[8:])   # may import fn's module: it may fail
             answer = (True, fn(*args))
-        except Exception as exc:                   # a bug in fn: the caller raises it
+        except Exception as exc:                   # a bug in fn, or a broken install: the caller raises it
             answer = (False, exc)
         try:
             payload = pickle.dumps(answer, protocol=5)

@@ -4,7 +4,8 @@ The crawl loop hands each response to :func:`skitter.analyse.analyse` in another
 parsing, fingerprinting and WARC compression use the second core while the loop fetches. Each
 worker is a ``python`` child whose stdin and stdout are the two pipes: the loop writes one
 length-prefixed pickle per call to stdin and a reader task reads the answers from stdout. Nothing
-else runs: no helper thread and no helper process.
+else runs: no helper thread and no helper process (under uvloop, which the crawl uses; asyncio's own
+loop watches child processes with a thread each).
 
 Why not ``concurrent.futures.ProcessPoolExecutor`` (used until stop 9): it moves every call through
 two threads of the crawl process (a queue feeder and a result manager) that contend with the event
@@ -15,9 +16,10 @@ about 12 MB. On the benchmark web those threads took 0.3 ms of CPU a page, about
 Lifetime: a worker ends when its stdin reaches end of file, which happens when :meth:`close` is
 called and also when the crawl process dies (kill -9 closes its pipe ends): no orphan is left.
 A worker that dies on its own (a crash in a C library on a hostile page) fails only the calls it
-held, with :class:`WorkerDied`; the pool starts a new one. Workers that die right after starting,
-three times in a row, mean they cannot start at all: every call then fails with
-:class:`WorkerDied` and the message says why.
+held, with :class:`WorkerDied`; the pool starts a new one. Workers that die before their first
+message ("ready"), three times in a row, or a replacement that cannot be started at all (out of
+file descriptors or memory), break the pool: every call then fails with :class:`WorkerDied`, the
+message says why, and :attr:`WorkerPool.broken` is set.
 """
 
 from __future__ import annotations
@@ -28,17 +30,16 @@ import logging
 import os
 import pickle
 import sys
-import time
 from typing import Any, Callable
 
-from .worker_main import HEAD as _HEAD, grow_pipe as _grow_pipe
+from .worker_main import HEAD as _HEAD, READY, grow_pipe as _grow_pipe
 
 __all__ = ["WorkerDied", "WorkerPool"]
 
 log = logging.getLogger(__name__)
 
 _STREAM_LIMIT = 1 << 22              # the reader's buffer; answers are a page's text and records
-_START_FAILURES = 3                  # workers dying before their first answer, in a row: give up
+_START_FAILURES = 3                  # workers dying before they are ready, in a row: give up
 _CLOSE_WAIT = 10.0                   # seconds a closing worker may take to finish its last call
 
 
@@ -47,7 +48,7 @@ class WorkerDied(Exception):
 
 
 class _Worker:
-    __slots__ = ("proc", "stdout", "stdin", "pending", "reader", "answered", "dead")
+    __slots__ = ("proc", "stdout", "stdin", "pending", "reader", "ready", "dead")
 
     def __init__(self, proc: asyncio.subprocess.Process, stdout: asyncio.StreamReader,
                  stdin: asyncio.StreamWriter) -> None:
@@ -56,7 +57,7 @@ class _Worker:
         self.stdin = stdin
         self.pending: dict[int, asyncio.Future] = {}
         self.reader: asyncio.Task | None = None
-        self.answered = 0
+        self.ready = False        # the worker said it started (its first message)
         self.dead = False
 
 
@@ -90,6 +91,11 @@ class WorkerPool:
             self._workers.append(await self._spawn())
 
     @property
+    def broken(self) -> str | None:
+        """Why the pool gave up starting workers (every call fails), or None."""
+        return self._broken
+
+    @property
     def pids(self) -> list[int]:
         return [w.proc.pid for w in self._workers if not w.dead]
 
@@ -100,26 +106,35 @@ class WorkerPool:
 
     async def _spawn(self) -> _Worker:
         # our own pipes, not the event loop's (libuv makes socket pairs, whose buffers stay small)
-        req_r, req_w = os.pipe()
-        ans_r, ans_w = os.pipe()
-        for fd in (req_w, ans_r):
-            _grow_pipe(fd)
+        fds: list[int] = []
+        proc = None
         try:
+            req_r, req_w = os.pipe()
+            fds += (req_r, req_w)
+            ans_r, ans_w = os.pipe()
+            fds += (ans_r, ans_w)
+            for fd in (req_w, ans_r):
+                _grow_pipe(fd)
             proc = await asyncio.create_subprocess_exec(*self._command(), stdin=req_r, stdout=ans_w)
-        except BaseException:
-            for fd in (req_r, req_w, ans_r, ans_w):
+            for fd in (req_r, ans_w):   # the child's ends
+                fds.remove(fd)
                 os.close(fd)
+            loop = asyncio.get_running_loop()
+            reader = asyncio.StreamReader(limit=_STREAM_LIMIT)
+            fds.remove(ans_r)           # from here the transports own (and close) the parent's ends
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(ans_r, "rb", 0))
+            fds.remove(req_w)
+            transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
+                                                                os.fdopen(req_w, "wb", 0))
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            if proc is not None and proc.returncode is None:
+                proc.kill()
+                await proc.wait()
             raise
-        os.close(req_r)
-        os.close(ans_w)
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=_STREAM_LIMIT)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(ans_r, "rb", 0))
-        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
-                                                            os.fdopen(req_w, "wb", 0))
-        writer = asyncio.StreamWriter(transport, protocol, None, loop)
-        w = _Worker(proc, reader, writer)
-        w.reader = asyncio.create_task(self._read(w, time.monotonic()))
+        w = _Worker(proc, reader, asyncio.StreamWriter(transport, protocol, None, loop))
+        w.reader = asyncio.create_task(self._read(w))
         return w
 
     async def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -148,16 +163,22 @@ class WorkerPool:
         finally:
             w.pending.pop(seq, None)
 
-    async def _read(self, w: _Worker, started: float) -> None:
+    async def _read(self, w: _Worker) -> None:
         stream = w.stdout
         try:
             while True:
                 (size,) = _HEAD.unpack(await stream.readexactly(_HEAD.size))
                 data = await stream.readexactly(size)
                 seq = int.from_bytes(data[:8], "little")
-                ok, value = pickle.loads(memoryview(data)[8:])
-                w.answered += 1
+                if seq == READY:
+                    w.ready = True
+                    continue
                 fut = w.pending.get(seq)
+                try:
+                    ok, value = pickle.loads(memoryview(data)[8:])
+                except Exception as exc:   # e.g. an exception class that does not unpickle
+                    ok, value = False, RuntimeError(f"unreadable answer from worker process {w.proc.pid}: "
+                                                    f"{type(exc).__name__}: {exc}")
                 if fut is not None and not fut.done():
                     if ok:
                         fut.set_result(value)
@@ -165,9 +186,13 @@ class WorkerPool:
                         fut.set_exception(value)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass   # end of file: the worker ended
-        await self._died(w, started)
+        except BaseException:   # cancelled, or a bug here: the worker is of no use without its reader
+            w.proc.kill()
+            await self._died(w)
+            raise
+        await self._died(w)
 
-    async def _died(self, w: _Worker, started: float) -> None:
+    async def _died(self, w: _Worker) -> None:
         w.dead = True
         code = await w.proc.wait()
         for fut in w.pending.values():
@@ -177,19 +202,31 @@ class WorkerPool:
             return
         self.deaths += 1
         log.warning("worker process %d ended (exit status %s); starting another", w.proc.pid, code)
-        if w.answered == 0 and time.monotonic() - started < 30:
-            self._start_failures += 1
-        else:
-            self._start_failures = 0
-        if self._start_failures >= _START_FAILURES:
-            self._broken = (f"worker processes end as they start (exit status {code}): "
-                            f"try `{sys.executable} -c 'import skitter.analyse'`")
-        else:
-            self._workers[self._workers.index(w)] = await self._spawn()
-        self._changed.set()
+        # only a worker that never got as far as saying it is ready counts as failing to start: one
+        # that a hostile page crashed (twice, with the retry) does not
+        self._start_failures = 0 if w.ready else self._start_failures + 1
+        try:
+            if self._start_failures >= _START_FAILURES:
+                self._broken = (f"worker processes end as they start (exit status {code}): "
+                                f"try `{sys.executable} -c 'import skitter.analyse'`")
+                return
+            try:
+                new = await self._spawn()
+            except Exception as exc:   # out of file descriptors, of memory, of processes
+                self._broken = f"cannot start a worker process: {type(exc).__name__}: {exc}"
+                return
+            if self._closing:          # close() ran while it started: it is not in the list it ended
+                new.dead = True
+                new.stdin.close()
+                await asyncio.gather(new.reader, return_exceptions=True)
+                return
+            self._workers[self._workers.index(w)] = new
+        finally:
+            self._changed.set()
 
     async def close(self) -> None:
-        """Let every worker finish its call in progress, then end them (killed after 10 s)."""
+        """End every worker: each answers the calls already in its pipe, then sees end of file
+        (killed after 10 s)."""
         self._closing = True
         for w in self._workers:
             if not w.stdin.is_closing():

@@ -111,3 +111,81 @@ def _alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+class Unpicklable(Exception):
+    def __init__(self, a, b):   # pickles, but does not unpickle: Exception.__reduce__ gives one arg
+        super().__init__(f"{a} {b}")
+
+
+def raise_unpicklable() -> None:
+    raise Unpicklable(1, 2)
+
+
+def test_an_answer_that_does_not_unpickle_fails_its_call_only() -> None:
+    async def go():
+        async with WorkerPool(1) as pool:
+            with pytest.raises(RuntimeError, match="unreadable answer"):
+                await pool.submit(raise_unpicklable)
+            return await asyncio.wait_for(pool.submit(operator.add, 2, 3), 20), pool.deaths
+    assert run(go()) == (5, 0)
+
+
+def test_a_worker_crashed_by_its_calls_is_not_a_failure_to_start() -> None:
+    async def go():
+        async with WorkerPool(1) as pool:
+            for _ in range(5):   # five calls that each take a worker down: the pool keeps going
+                with pytest.raises(WorkerDied):
+                    await pool.submit(os._exit, 3)
+            return pool.broken, await pool.submit(operator.add, 2, 3)
+    assert run(go()) == (None, 5)
+
+
+class _Unspawnable(WorkerPool):
+    async def _spawn(self):
+        if self._workers:   # the first starts; its replacement cannot (out of file descriptors)
+            raise OSError(24, "Too many open files")
+        return await super()._spawn()
+
+
+def test_a_replacement_that_cannot_start_breaks_the_pool_instead_of_hanging() -> None:
+    async def go():
+        async with _Unspawnable(1) as pool:
+            with pytest.raises(WorkerDied):
+                await pool.submit(os._exit, 3)
+            with pytest.raises(WorkerDied, match="cannot start a worker process"):
+                await asyncio.wait_for(pool.submit(os.getpid), 20)
+            return pool.broken
+    assert "Too many open files" in run(go())
+
+
+class _SlowSpawn(WorkerPool):
+    async def _spawn(self):
+        w = await super()._spawn()
+        if self._workers:   # replacements start slowly: close() runs meanwhile
+            await asyncio.sleep(0.5)
+        return w
+
+
+def test_close_while_a_replacement_starts_leaves_no_worker_running() -> None:
+    async def go():
+        pool = _SlowSpawn(2)
+        await pool.start()
+        first = pool.pids
+        os.kill(first[0], signal.SIGKILL)
+        await asyncio.sleep(0.2)        # its reader has seen the end and is starting another
+        await pool.close()
+        await asyncio.sleep(0.5)        # (the event loop's end would kill a leftover: look before)
+        return [p for p in _children(os.getpid()) if p not in first and _alive(p)]
+    assert run(go()) == []
+
+
+def _children(pid: int) -> set[int]:
+    out: set[int] = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                out.update(int(c) for c in f.read().split())
+        except OSError:
+            pass
+    return out

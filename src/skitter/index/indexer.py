@@ -446,8 +446,8 @@ class Indexer:
 
 
 def update_index(crawl_dir: str | Path, exact_anchors: bool = False) -> dict:
-    """``Indexer(crawl_dir).update()`` as a plain function returning a plain dict, for a process
-    pool during a crawl (``loop.run_in_executor(pool, update_index, str(directory))``). Anchor
+    """``Indexer(crawl_dir).update()`` as a plain function returning a plain dict, for a worker
+    process during a crawl (``await pool.submit(update_index, str(directory))``, skitter.workers). Anchor
     text is refreshed lazily (a page's when its incoming anchors doubled) unless
     ``exact_anchors``: pass True for the last call, when the crawl ends."""
     return Indexer(crawl_dir).update(exact_anchors=exact_anchors).as_dict()
