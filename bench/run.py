@@ -648,7 +648,9 @@ def parse_args(argv=None):
                     help="page budget of every crawl (default: 2 × pages, so the whole web is crawled)")
     ap.add_argument("--page-kb", type=int, nargs=2, default=(5, 50), metavar=("LO", "HI"))
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--port", type=int, default=8431, help="port of every host (a free one if taken)")
+    ap.add_argument("--port", type=int, default=8431,
+                    help="port of every host (a free one if taken, unless a web for this port is on disk: "
+                         "then the run stops and says so)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds before a crawl run is killed (default 900)")
     ap.add_argument("--retries", type=int, default=1,
                     help="extra runs of a crawler, at the end, to replace its failed runs (not after a timeout)")
@@ -701,6 +703,14 @@ def main(argv=None) -> int:
     wait_for_generator(args.wait_generator)
     ips = loopback_ips(args.hosts)
     port = free_port(ips, args.port)
+    if port != args.port and (web_dir_for(args, args.port) / "complete.json").exists():
+        # a web for the usual port is on disk: writing another for a new port takes minutes and
+        # half a GB; the usual cause is an nginx an interrupted run left behind
+        log(f"port {args.port} is taken (an nginx from an earlier run? `pkill -f {OUT / 'nginx'}`); "
+            f"free it, or pass --port {port} to write a web for another port")
+        return 2
+    # SIGTERM (kill, a CI timeout) ends the run through the finally below, which stops nginx
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     base_urls = [f"http://{ip}:{port}" for ip in ips]
     web = build_web(args, base_urls)
     web_root = web_dir_for(args, port)
