@@ -182,8 +182,9 @@ def render_rss(r: dict) -> None:
     L = [f"## Memory on a long crawl: {r['pages_in_web']:,} generated pages (`bench/scale.py rss`)", "",
          f"One skitter crawl (`make bench`'s settings, `--index-interval -1`) of a {r['pages_in_web']:,}-page demo web "
          f"on 32 hosts served by nginx: {fmt(r['pages'], 0)} URLs fetched in {wall / 60:.1f} min "
-         f"({fmt(r['pages_per_s'])} pages/s), crawl directory {fmt(r.get('crawl_dir_mb'), 0)} MB. Memory of the "
-         "process tree (crawl process and worker) sampled every 0.1 s (RSS) and 0.5 s (PSS).", "",
+         f"({fmt(r['pages_per_s'])} pages/s), crawl directory {fmt(r.get('crawl_dir_mb'), 0)} MB, skitter "
+         f"{r.get('versions', {}).get('skitter', '?')}. Memory of the whole process tree (every process of the "
+         "crawl) sampled every 0.1 s (RSS) and 0.5 s (PSS).", "",
          "| part of the crawl | 10% | 20% | 30% | 40% | 50% | 60% | 70% | 80% | 90% | 97% |",
          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     fracs = [0.1 * i for i in range(1, 10)] + [0.97]
@@ -206,7 +207,8 @@ def render_rss(r: dict) -> None:
           "SQLite); the URL-seen test is the SQLite `urls` table (exact) behind a bounded set of recent "
           "fingerprints (the URL-seen section above); the near-duplicate index keeps the last "
           "`--near-dup-window` (50,000) pages' sketches, in generations of 12,500 (hence the saw-tooth once "
-          "the window is full); SQLite's page cache is capped at 16 MB. Nothing held in memory grows with the "
+          "the window is full); SQLite's page cache is capped (`PRAGMA cache_size`, store/db.py). Nothing held in "
+          "memory grows with the "
           "number of pages.", "", f"Measured {r['date']}. Raw samples: `bench/out/rss-results.json`.", "",
           f"![RSS and PSS of skitter's process tree over a {r['pages_in_web']:,}-page crawl]({PNG_RSS.name})"]
     write_section("rss", "\n".join(L))
