@@ -63,6 +63,7 @@ that share enough sampled hashes (~0.2 per query on the demo web).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from typing import Iterable, Mapping, Sequence
@@ -70,22 +71,18 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-_resiliparse = None   # (extract_plain_text, detect_encoding, HTMLTree), imported by the first main_text
-
-
+@functools.cache
 def _html2text():
     """resiliparse, imported where main text is extracted (the worker processes), not where the
-    crawl loop only uses the index: 4 MB less in the crawl process. False if it is missing."""
-    global _resiliparse
-    if _resiliparse is None:
-        try:
-            from resiliparse.extract.html2text import extract_plain_text
-            from resiliparse.parse.encoding import detect_encoding
-            from resiliparse.parse.html import HTMLTree
-            _resiliparse = (extract_plain_text, detect_encoding, HTMLTree)
-        except ImportError:  # pragma: no cover - resiliparse is a dependency; without it: the parser's text
-            _resiliparse = False
-    return _resiliparse
+    crawl loop only uses the index: 4 MB less in the crawl process. None if it is missing."""
+    try:
+        from resiliparse.extract.html2text import extract_plain_text
+        from resiliparse.parse.encoding import detect_encoding
+        from resiliparse.parse.html import HTMLTree
+    except ImportError:  # pragma: no cover - resiliparse is a dependency; without it: the parser's text
+        return None
+    return extract_plain_text, detect_encoding, HTMLTree
+
 
 __all__ = [
     "K", "W", "SKETCH", "RESEMBLANCE", "CONTAINMENT", "MIN_SAMPLE", "MAX_DF",
@@ -167,8 +164,8 @@ def _ascii_codepoints(b: bytes) -> np.ndarray:
 
 
 def _codepoints(text: str) -> np.ndarray:
-    """The code points of ``normalise(text)`` (uint32, or uint8 for ASCII text), computed in NumPy:
-    6x the regex's speed."""
+    """The code points of ``normalise(text)``, computed in NumPy (6x the regex's speed): uint8 when
+    every kept character is ASCII (most pages, © and curly quotes included), else uint32."""
     if text.isascii():   # most pages: one byte a character, and casefold() is lower()
         return _ascii_codepoints(text.encode("ascii"))
     cp = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
@@ -502,7 +499,8 @@ class NearDupIndex:
         return _sorted_set(fps)[:self.sketch]
 
     def record_for(self, doc_id: int, fps: np.ndarray) -> tuple[int, bytes]:
-        """The record ``(doc_id, sketch bytes)`` that persists ``doc_id``'s entry."""
+        """The record ``(doc_id, sketch bytes)`` that persists ``doc_id``'s entry (what
+        :meth:`add` returns, without indexing)."""
         return int(doc_id), self.sketch_of(fps).astype("<u8", copy=False).tobytes()
 
     def add_records(self, records: Iterable[tuple[int, bytes]]) -> None:
@@ -515,10 +513,12 @@ class NearDupIndex:
         sk = self.sketch_of(fps)
         return [(int(doc_id), h) for h in _signed(sk).tolist()]
 
-    def add(self, doc_id: int, fps: np.ndarray) -> None:
-        """Index ``doc_id`` with its fingerprint set (``winnow``'s output). A document with no
-        fingerprints is not indexed."""
-        self._add_sketch(int(doc_id), self.sketch_of(fps))
+    def add(self, doc_id: int, fps: np.ndarray) -> tuple[int, bytes]:
+        """Index ``doc_id`` with its fingerprint set (``winnow``'s output) and return the record
+        that persists it (:meth:`record_for`). A document with no fingerprints is not indexed."""
+        sk = self.sketch_of(fps)
+        self._add_sketch(int(doc_id), sk)
+        return int(doc_id), sk.astype("<u8", copy=False).tobytes()
 
     def _add_sketch(self, doc_id: int, sk: np.ndarray) -> None:
         if sk.size == 0:

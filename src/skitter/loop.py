@@ -305,17 +305,22 @@ class Crawler:
     async def _analyse(self, result: FetchResult, url: str) -> Analysis:
         if self.pool is None:
             return analyse(result, url, self.robots_token, self.neardup is not None)
-        for attempt in (1, 2):   # a worker that died (killed, out of memory) is replaced: try again
-            try:
-                return await self.pool.submit(analyse, result, url, self.robots_token, self.neardup is not None)
-            except WorkerDied as exc:
-                if self.pool.broken:  # no worker can start: stop the crawl with the reason
-                    raise SkitterError(f"analysis: {self.pool.broken}") from None
-                if attempt == 2:     # twice: this page crashes the parser; keep it, unparsed
-                    log.warning("%s: %s; the response is archived but not parsed", url, exc)
-                    self.stats.unparsed += 1
-                    return archive_only(result, url)
-        raise AssertionError("unreachable")
+        args = (analyse, result, url, self.robots_token, self.neardup is not None)
+        try:
+            return await self.pool.submit(*args)
+        except WorkerDied:   # killed, out of memory, or this page: the pool has replaced it
+            self._check_pool()
+        try:
+            return await self.pool.submit(*args)
+        except WorkerDied as exc:   # twice: this page crashes the parser; keep it, unparsed
+            self._check_pool()
+            log.warning("%s: %s; the response is archived but not parsed", url, exc)
+            self.stats.unparsed += 1
+            return archive_only(result, url)
+
+    def _check_pool(self) -> None:
+        if self.pool.broken:   # no worker can start: stop the crawl with the reason
+            raise SkitterError(f"analysis: {self.pool.broken}")
 
     def _handle(self, cand: Candidate, result: FetchResult, analysis: Analysis) -> None:
         """Store the outcome of one fetch (sync: one page's writes never straddle a commit)."""
@@ -412,9 +417,7 @@ class Crawler:
                     original = [r[0] for r in self.db.conn.execute("SELECT dst_url FROM links WHERE src = ?",
                                                                     (match[0][0],))]
                     follow = links_worth_following(page.links, original)
-        self.db.conn.execute("INSERT INTO near_sketches (doc_id, sketch) VALUES (?, ?)",
-                             self.neardup.record_for(doc, fps))
-        self.neardup.add(doc, fps)
+        self.db.conn.execute("INSERT INTO near_sketches (doc_id, sketch) VALUES (?, ?)", self.neardup.add(doc, fps))
         return follow
 
     def _enqueue(self, cands: list[Candidate]) -> None:
@@ -502,7 +505,8 @@ class Crawler:
                 await asyncio.sleep(self.config.index_interval)
                 try:
                     await pool.submit(update_index, str(self.directory))
-                except (SkitterError, WorkerDied):  # e.g. an index from another version: `skitter index` rebuilds
+                except (SkitterError, WorkerDied) as exc:  # e.g. an index from another version
+                    log.warning("live indexing stopped: %s", exc)
                     return
         finally:
             await pool.close()

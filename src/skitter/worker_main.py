@@ -14,6 +14,11 @@ PIPE_BYTES = 1 << 20                # each pipe's capacity (see grow_pipe)
 READY = (1 << 64) - 1               # the call id of the worker's first message: it has started
 
 
+def frame(call_id: int, payload: bytes = b"") -> bytes:
+    """One message on a pipe, either way: its length, the call's id, the pickle."""
+    return HEAD.pack(len(payload) + 8) + call_id.to_bytes(8, "little") + payload
+
+
 def grow_pipe(fd: int) -> None:
     """Make a pipe hold ``PIPE_BYTES`` (Linux; the default is 64 KiB, two pages' worth): while
     the event loop is busy (a commit takes up to ~100 ms) the worker still has calls to read and
@@ -33,7 +38,7 @@ def main() -> None:
     out = os.fdopen(os.dup(1), "wb", buffering=1 << 16)
     os.dup2(2, 1)                                  # a stray print() goes to stderr, not into the answers
     read = inp.read
-    out.write(HEAD.pack(8) + READY.to_bytes(8, "little"))
+    out.write(frame(READY))
     out.flush()
     while True:
         head = read(HEAD.size)
@@ -52,5 +57,5 @@ def main() -> None:
             payload = pickle.dumps(answer, protocol=5)
         except Exception as exc:                   # an answer or exception that does not pickle
             payload = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")), protocol=5)
-        out.write(HEAD.pack(len(payload) + 8) + data[:8] + payload)
+        out.write(frame(int.from_bytes(data[:8], "little"), payload))
         out.flush()

@@ -10,7 +10,7 @@ loop watches child processes with a thread each).
 Why not ``concurrent.futures.ProcessPoolExecutor`` (used until stop 9): it moves every call through
 two threads of the crawl process (a queue feeder and a result manager) that contend with the event
 loop for the GIL, and its semaphores start multiprocessing's resource tracker, a third process of
-about 12 MB. On the benchmark web those threads took 0.3 ms of CPU a page, about 8 % of the crawl's
+about 12 MB. On the benchmark web those threads took about 0.35 ms of CPU a page, 8 % of the crawl's
 (docs/benchmarks.md).
 
 Lifetime: a worker ends when its stdin reaches end of file, which happens when :meth:`close` is
@@ -32,7 +32,7 @@ import pickle
 import sys
 from typing import Any, Callable
 
-from .worker_main import HEAD as _HEAD, READY, grow_pipe as _grow_pipe
+from .worker_main import HEAD as _HEAD, READY, frame, grow_pipe as _grow_pipe
 
 __all__ = ["WorkerDied", "WorkerPool"]
 
@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 _STREAM_LIMIT = 1 << 22              # the reader's buffer; answers are a page's text and records
 _START_FAILURES = 3                  # workers dying before they are ready, in a row: give up
-_CLOSE_WAIT = 10.0                   # seconds a closing worker may take to finish its last call
+_CLOSE_WAIT = 10.0                   # seconds a closing worker may take to answer the calls in its pipe
 
 
 class WorkerDied(Exception):
@@ -154,7 +154,7 @@ class WorkerPool:
         fut = asyncio.get_running_loop().create_future()
         w.pending[seq] = fut
         try:
-            w.stdin.write(_HEAD.pack(len(payload) + 8) + seq.to_bytes(8, "little") + payload)
+            w.stdin.write(frame(seq, payload))
             await w.stdin.drain()
             return await fut
         except (BrokenPipeError, ConnectionResetError) as exc:

@@ -371,9 +371,11 @@ def test_the_crawl_reloads_its_window_from_the_database(corpus, tmp_path) -> Non
         for i, f in enumerate(fps[:1000]):
             if i < 700:
                 db.conn.executemany("INSERT INTO near_fps (doc_id, hash) VALUES (?, ?)", live.rows_for(10_000 + i, f))
-            else:
-                db.conn.execute("INSERT INTO near_sketches (doc_id, sketch) VALUES (?, ?)", live.record_for(10_000 + i, f))
-            live.add(10_000 + i, f)
+                live.add(10_000 + i, f)
+            else:   # as the crawl loop does: the record add() returns
+                record = live.add(10_000 + i, f)
+                assert record == live.record_for(10_000 + i, f)
+                db.conn.execute("INSERT INTO near_sketches (doc_id, sketch) VALUES (?, ?)", record)
     crawler = Crawler(tmp_path, CrawlConfig(seeds=("http://127.0.0.1:1/",), near_dup_window=400))
     back = crawler._load_neardup(db)
     held = {d for d, _ in back.to_rows()}
