@@ -183,7 +183,10 @@ class Crawler:
         self.pool = WorkerPool(n) if n else None   # no orphan survives a kill -9 (skitter.workers)
         try:
             if self.pool is not None:
-                await self.pool.start()
+                try:
+                    await self.pool.start()
+                except OSError as exc:   # no python to run, no file descriptors or processes left
+                    raise SkitterError(f"cannot start worker processes: {exc}") from None
             async with Fetcher(c, allowed=allowed, resolver_overrides=dict(c.resolve)) as fetcher:
                 self.fetcher = fetcher
                 self.robots = RobotsCache(fetcher.get, c.user_agent, expiry=c.robots_expiry)

@@ -56,3 +56,12 @@ def test_a_killed_worker_loses_no_page(tmp_path) -> None:
     assert stats.unparsed == 0
     assert outcome(tmp_path / "killed") == outcome(tmp_path / "calm")
     assert len(outcome(tmp_path / "calm")) > 100
+
+
+def test_workers_that_cannot_be_started_stop_the_crawl_with_one_line(tmp_path, monkeypatch) -> None:
+    from skitter.errors import SkitterError
+
+    monkeypatch.setattr("sys.executable", str(tmp_path / "no-such-python"))
+    config = CrawlConfig(seeds=("http://127.0.0.1:9/",), workers=1, index_interval=-1)
+    with pytest.raises(SkitterError, match="cannot start worker processes"):
+        asyncio.run(Crawler(tmp_path / "c", config).run())
