@@ -27,7 +27,7 @@ class Analysis:
     warc: bytes | None            # the request + response records, ready to append
     content_hash: str | None      # xxh3-128 of the decoded body (2xx only)
     page: Page | None             # parsed HTML (2xx HTML only)
-    fingerprints: "np.ndarray | None" = None  # winnowing fingerprints of the main text (HTML only)
+    fingerprints: "np.ndarray | None" = None  # the smallest winnowing fingerprints of the main text
 
 
 def is_html(result: FetchResult) -> bool:
@@ -37,7 +37,9 @@ def is_html(result: FetchResult) -> bool:
     return ctype is None and result.body[:512].lstrip()[:1] == b"<"
 
 
-def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dups: bool = True) -> Analysis:
+def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe: int | None = 0) -> Analysis:
+    """``near_dup_probe``: how many of the page's smallest winnowing fingerprints the near-duplicate
+    test needs (``NearDupIndex.probe``; None: all of them, 0: the test is off)."""
     warc = encode_pair(result, target_uri=target_uri)
     status = result.status
     if status is None or not 200 <= status < 300:
@@ -45,13 +47,17 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dups: bool
     digest = xxhash.xxh3_128_hexdigest(result.body)
     page = None
     if is_html(result):
-        # imported here, in the worker: the crawl process needs neither lexbor nor resiliparse
-        from .dedup import fingerprints
-        from .parse import parse_html
+        # imported here, in the worker: the crawl process needs no lexbor
+        from .parse import parse_html, parse_with_main_text
 
-        page = parse_html(result.body, target_uri, result.header("content-type"),
-                          x_robots_tag=result.header("x-robots-tag"), user_agent_token=ua_token)
-        fps = fingerprints(result.body, page.text, encoding=page.encoding) if near_dups else None
+        kw = dict(x_robots_tag=result.header("x-robots-tag"), user_agent_token=ua_token)
+        if near_dup_probe == 0:
+            page = parse_html(result.body, target_uri, result.header("content-type"), **kw)
+            return Analysis(warc, digest, page)
+        from .dedup import winnow, winnow_smallest
+
+        page, main = parse_with_main_text(result.body, target_uri, result.header("content-type"), **kw)
+        fps = winnow(main) if near_dup_probe is None else winnow_smallest(main, near_dup_probe)
         return Analysis(warc, digest, page, fps)
     return Analysis(warc, digest, page)
 

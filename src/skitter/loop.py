@@ -306,9 +306,10 @@ class Crawler:
         return True
 
     async def _analyse(self, result: FetchResult, url: str) -> Analysis:
+        probe = 0 if self.neardup is None else self.neardup.probe
         if self.pool is None:
-            return analyse(result, url, self.robots_token, self.neardup is not None)
-        args = (analyse, result, url, self.robots_token, self.neardup is not None)
+            return analyse(result, url, self.robots_token, probe)
+        args = (analyse, result, url, self.robots_token, probe)
         try:
             return await self.pool.submit(*args)
         except WorkerDied:   # killed, out of memory, or this page: the pool has replaced it

@@ -20,9 +20,10 @@ from functools import lru_cache
 from selectolax.lexbor import LexborHTMLParser
 
 from . import urls
+from . import boilerplate
 from .models import Link, Page
 
-__all__ = ["decode_body", "parse_robots_directives", "parse_html"]
+__all__ = ["decode_body", "parse_robots_directives", "parse_html", "parse_with_main_text"]
 
 log = logging.getLogger(__name__)
 
@@ -263,6 +264,8 @@ _LINKEL = 512
 _BASE = 1024
 _TITLE = 2048
 _BREAK = 4096  # void element that separates words (br, hr)
+_BOILER = 8192  # its text is not main content (form fields, embedded objects; boilerplate.py finds more)
+_CONTAINER = 16384  # checked by boilerplate.is_boilerplate when the main text is wanted
 
 _TEXT_ID = 2  # LXB_TAG__TEXT
 _COMMENT_ID = 4  # LXB_TAG__EM_COMMENT
@@ -287,7 +290,8 @@ def _build_kinds() -> dict[int, int]:
 
     def add(names: str, flag: int) -> None:
         for name in names.split():
-            kinds[doc.create_node(name).tag_id] = flag
+            tag_id = doc.create_node(name).tag_id
+            kinds[tag_id] = kinds.get(tag_id, 0) | flag
 
     add(_BLOCK_TAGS, _BLOCK)
     add(_SKIP_TAGS, _SKIP)
@@ -303,6 +307,8 @@ def _build_kinds() -> dict[int, int]:
     add("link", _LINKEL)
     add("base", _BASE)
     add("title", _TITLE)
+    add("button textarea object video audio", _BOILER)
+    add(boilerplate.CONTAINER_TAGS, _CONTAINER)
     kinds.pop(_TEXT_ID, None)
     return kinds
 
@@ -319,6 +325,7 @@ except ImportError:  # selectolax < 1.0
     _LEXBOR_KW = {}
 
 _INERT = _SKIP | _BASE | _BREAK  # void or opaque: never descended into
+_LEAF = _INERT | _IMG | _META | _LINKEL | _TITLE  # the walk does not push these
 
 # Indexes into a link record (a list, for speed).
 (_L_HREF, _L_REL, _L_START, _L_END, _L_BOLD, _L_ITALIC, _L_BLOCK, _L_ALT, _L_TITLE,
@@ -334,10 +341,11 @@ _SKIP_SCHEMES = ("javascript:", "mailto:", "tel:", "data:", "about:", "file:", "
 
 class _Walk:
     __slots__ = ("text", "links", "headings", "metas", "canonical_href", "base_href", "title",
-                 "lang")
+                 "lang", "boiler")
 
     def __init__(self) -> None:
         self.text = ""
+        self.boiler: list[tuple[int, int]] = []  # text ranges of boilerplate, in order, disjoint
         self.links: list[list] = []
         self.headings: list[list] = []  # block records of h1-h6
         self.metas: list[dict] = []
@@ -347,9 +355,19 @@ class _Walk:
         self.lang: str | None = None
 
 
-def _walk(root) -> _Walk:
-    """Walk the tree once, in document order, with an explicit stack (no recursion)."""
+def _walk(root, want_main: bool = False) -> _Walk:
+    """Walk the tree once, in document order, with an explicit stack (no recursion).
+
+    ``want_main``: also record in ``w.boiler`` the text ranges of boilerplate (the elements
+    :func:`boilerplate.is_boilerplate` says so of, and ``_BOILER`` ones), which the main text
+    leaves out. The walk checks containers as it meets them, at their depth below ``<body>`` (the
+    stack's depth: html, body, ...); other elements only if an attribute query flagged them."""
     w = _Walk()
+    is_boiler = boilerplate.is_boilerplate
+    flagged = boilerplate.flagged_ids(root) if want_main else None
+    ranges = w.boiler
+    in_boiler = 0  # open boilerplate elements
+    boiler_start = 0
     kinds_get = _KINDS.get
     links = w.links
     headings = w.headings
@@ -388,8 +406,18 @@ def _walk(root) -> _Walk:
                 clen += len(s)
                 continue
             k = kinds_get(tid, 0)
-            if not k:
-                push((node.iter(include_text=True), 0, None))
+            if want_main and not in_boiler:
+                if k & _CONTAINER:
+                    if is_boiler(node, len(stack) - 2):
+                        k |= _BOILER
+                elif flagged and node.mem_id in flagged:
+                    k |= _BOILER
+            if k & _BOILER and not k & _LEAF:
+                if not in_boiler:
+                    boiler_start = clen
+                in_boiler += 1
+            if not k & ~(_BOILER | _CONTAINER):
+                push((node.iter(include_text=True), k, None))
                 break
             if k & _INERT:
                 if k & _BREAK:
@@ -418,14 +446,14 @@ def _walk(root) -> _Walk:
                 attrs = node.attributes
                 href = attrs.get("href")
                 if href is None:
-                    push((node.iter(include_text=True), 0, None))
+                    push((node.iter(include_text=True), k & _BOILER, None))
                     break
                 start = clen + 1 if (pending and clen) else clen
                 rec = [href, attrs.get("rel"), start, -1, bold > 0, italic > 0, block, None,
                        attrs.get("title"), cur]
                 links.append(rec)
                 cur = rec
-                push((node.iter(include_text=True), _A, rec))
+                push((node.iter(include_text=True), k, rec))
                 break
             if k & (_BOLD | _ITALIC):
                 if k & _BOLD:
@@ -455,11 +483,15 @@ def _walk(root) -> _Walk:
                 if w.title is None:
                     w.title = node.text()
                 continue
-            push((node.iter(include_text=True), 0, None))  # unreachable in practice
+            push((node.iter(include_text=True), k & _BOILER, None))  # unreachable in practice
             break
         else:
             stack.pop()
             if kind:
+                if kind & _BOILER:
+                    in_boiler -= 1
+                    if not in_boiler and clen > boiler_start:
+                        ranges.append((boiler_start, clen))
                 if kind & _BLOCK:
                     pending = True
                     rec[1] = clen
@@ -716,6 +748,40 @@ def _canonicalize_or_none(url: str | None) -> str | None:
 def parse_html(body: bytes, url: str, content_type: str | None = None, *,
                x_robots_tag: str | None = None, user_agent_token: str = "skitter") -> Page:
     """Parse one HTML document fetched from ``url``. Never raises."""
+    return _parse(body, url, content_type, x_robots_tag, user_agent_token, False)[0]
+
+
+def parse_with_main_text(body: bytes, url: str, content_type: str | None = None, *,
+                         x_robots_tag: str | None = None,
+                         user_agent_token: str = "skitter") -> tuple[Page, str]:
+    """``parse_html`` and the page's main text: ``Page.text`` without the boilerplate
+    (:mod:`skitter.boilerplate`), or all of ``Page.text`` if nothing with a letter or digit is
+    left. From the same parse and the same walk. Never raises."""
+    page, main = _parse(body, url, content_type, x_robots_tag, user_agent_token, True)
+    return page, main if main is not None else page.text
+
+
+def _cut(text: str, ranges: list[tuple[int, int]]) -> str | None:
+    """``text`` without the ``ranges`` (disjoint, in order), the pieces joined by a space; None
+    when what is left has no letter or digit."""
+    if not ranges:
+        return text
+    parts = []
+    prev = 0
+    for start, end in ranges:
+        part = text[prev:start].strip()
+        if part:
+            parts.append(part)
+        prev = end
+    part = text[prev:].strip()
+    if part:
+        parts.append(part)
+    main = " ".join(parts)
+    return main if any(c.isalnum() for c in main) else None
+
+
+def _parse(body: bytes, url: str, content_type: str | None, x_robots_tag: str | None,
+           user_agent_token: str, want_main: bool) -> tuple[Page, str | None]:
     header_noindex, header_nofollow = False, False
     encoding = None
     try:
@@ -728,8 +794,8 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
         tree = LexborHTMLParser(_defuse_deep_nesting(data), **_LEXBOR_KW)
         root = tree.root
         if root is None:
-            return Page(noindex=header_noindex, nofollow=header_nofollow, encoding=encoding)
-        w = _walk(root)
+            return Page(noindex=header_noindex, nofollow=header_nofollow, encoding=encoding), None
+        w = _walk(root, want_main)
         w.lang = root.attributes.get("lang")
 
         page = Page(encoding=encoding, text=w.text)
@@ -771,10 +837,10 @@ def parse_html(body: bytes, url: str, content_type: str | None = None, *,
         if w.canonical_href is not None:
             page.canonical = _canonicalize_or_none(_resolve(base, w.canonical_href))
         page.links = _build_links(w, page_canon, base, nofollow)
-        return page
+        return page, (_cut(w.text, w.boiler) if want_main else None)
     except Exception:  # a bug, not bad input: say so, but never take the crawl down
         log.warning("parse failed for %s", url, exc_info=True)
-        return Page(noindex=header_noindex, nofollow=header_nofollow, encoding=encoding)
+        return Page(noindex=header_noindex, nofollow=header_nofollow, encoding=encoding), None
 
 
 def _resolve(base: str, href: str) -> str | None:

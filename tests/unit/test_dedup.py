@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from skitter.dedup import (CONTAINMENT, K, RESEMBLANCE, SKETCH, W, NearDupIndex, containment,
                            fingerprints, kgram_hashes, links_worth_following, main_text,
-                           mirror_hosts, normalise, resemblance, winnow, winnow_reference)
+                           mirror_hosts, normalise, resemblance, winnow, winnow_reference,
+                           winnow_smallest)
 from skitter.models import Link
 
 FAST = settings(max_examples=60, deadline=None)
@@ -113,6 +114,24 @@ def test_selection_matches_seed_004s_loop(hashes: list[int], w: int) -> None:
         assert (rightmost, m) in ref
     if hashes:
         assert sorted({v for _, v in ref}) == sorted(set(_window_min(h, w).tolist()))
+
+
+@FAST
+@given(st.text(alphabet="ab c", max_size=700) | st.text(alphabet=ALNUM + " ", max_size=900),
+       st.integers(1, 200), st.integers(1, 12), st.integers(1, 25))
+def test_the_smallest_fingerprints_are_winnowings_first(text: str, count: int, w: int, k: int) -> None:
+    # a two-letter alphabet makes equal hashes (ties) common; long texts take the cut-off path
+    assert winnow_smallest(text, count, k, w).tolist() == winnow(text, k, w)[:count].tolist()
+
+
+def test_the_smallest_fingerprints_of_long_pages() -> None:
+    rng = random.Random(7)
+    for n in (300, 2000, 8000):
+        text = words(rng, n)
+        for count in (1, 64, 129, 1000):
+            assert winnow_smallest(text, count).tolist() == winnow(text)[:count].tolist()
+    text = "abcabcabc " * 3000   # a few distinct k-grams repeated: the cut must widen
+    assert winnow_smallest(text, 129).tolist() == winnow(text)[:129].tolist()
 
 
 @FAST
@@ -430,6 +449,28 @@ def test_query_equals_brute_force_estimates(corpus_index, target, other, changes
     assert np.allclose([c for _, _, c in got], [c for _, _, c in want])
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 1999), st.integers(0, 60), st.integers(0, 400))
+def test_a_query_needs_only_the_probes_smallest_fingerprints(corpus_index, target, changes, extra) -> None:
+    """What the worker sends (``winnow_smallest(text, index.probe)``) gets the answers the whole
+    fingerprint set gets, and ``add`` keeps the same sketch."""
+    texts, index = corpus_index
+    rng = random.Random(target * 3 + changes)
+    toks = texts[target].split()
+    for i in rng.sample(range(len(toks)), min(changes, len(toks))):
+        toks[i] = rng.choice(_WORDS)
+    text = " ".join(toks) + " " + words(rng, extra)
+    full, cut = winnow(text), winnow_smallest(text, index.probe)
+    assert cut.size == min(full.size, index.probe)
+    assert index.query(cut) == index.query(full)
+    assert index.record_for(1, cut) == index.record_for(1, full)
+
+
+def test_probe_size() -> None:
+    assert NearDupIndex().probe == int(np.ceil(SKETCH / min(RESEMBLANCE, CONTAINMENT))) + 1
+    assert NearDupIndex(resemblance=0, containment=0.5).probe is None
+
+
 @pytest.fixture(scope="module")
 def corpus_index(corpus):
     texts, fps = corpus
@@ -452,3 +493,4 @@ def test_kgram_hashes_of_a_text_longer_than_the_kept_power_tables() -> None:
     for i in [0, 1, 12345, d._POWERS_KEPT - K, d._POWERS_KEPT + 17, len(text) - K]:
         assert h[i] == kgram_hashes(text[i:i + K])[0]
     assert d._POWERS[0].size <= d._POWERS_KEPT            # the big tables were not kept
+

@@ -1,0 +1,147 @@
+"""Which elements of a parsed page are boilerplate: site navigation, headers, footers, side bars,
+ads, hidden and form elements. Their text stays in ``Page.text`` (the index wants it) but is left
+out of the page's *main text*, which the near-duplicate test fingerprints (:mod:`skitter.dedup`,
+seed 004), so that two copies of an article under different site chrome look alike and two
+articles under the same chrome do not.
+
+The rules are the usual rule-based ones (resiliparse's ``main_content`` heuristics are the model:
+landmark elements near the top of ``<body>``, ARIA roles, hidden elements, and class or id names
+of navigation, footers, side bars, search boxes, modals, ads and share buttons). They run on the
+tree :mod:`skitter.parse` has already built: one lexbor CSS query, in C, finds the few elements a
+rule could apply to, and the rules are checked on those alone. That replaced a second HTML parse
+by resiliparse, which cost as much as the whole parse and link extraction (0.55 ms a page on the
+benchmark web; docs/benchmarks.md compares the two extractions' output).
+
+:func:`is_boilerplate` says whether an element (and its subtree) is boilerplate; the
+parser's tree walk drops the text under them from the main text.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["is_boilerplate", "flagged_ids", "depth_below_body", "CONTAINER_TAGS", "ATTRIBUTE_QUERY"]
+
+# Class and id words, matched as whole words of the attribute (separated by white space, "-" or
+# "_"); the CSS query below only needs to find a superset of the elements they match.
+_NAV = re.compile(r"(?:^|[\s_-])(?:nav|navbar|navigation|menu|menu[_-]item|breadcrumbs?)(?:$|\s)")
+_FOOTER = re.compile(r"(?:^|[\s_-])(?:(?:global|page|site)[_-]?)?footer(?:[_-]?(?:section|wrapper))?(?:$|\s)")
+_SIDEBAR = re.compile(r"(?:^|[\s_-])(?:nav|navigation|menu|global)-sidebar(?:$|\s)")
+_SEARCH = re.compile(r"(?:^|[\s_-])(?:(?:global|page|site)[_-]?)?search(?:[_-]?(?:bar|box|facility))?(?:$|\s)")
+_SKIPLINK = re.compile(r"(?:^|[\s_-])(?:skip|skip-to|skiplink|scroll-up|scroll-down)(?:$|[\s_-])")
+_HIDDEN = re.compile(r"(?:^|\s)(?:is[_-])?(?:display-none|hidden|invisible|collapsed|h-0)(?:-xs|-sm|-md|-lg|-xl)?(?:$|\s)")
+_HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\s*(?:$|;|!)", re.I)
+_LANDMARK_ID = re.compile(r"^(?:global[_-]?)?(?:footer|sidebar|nav|navigation)$")
+_MODAL = re.compile(r"(?:^|\s)(?:modal|popup|lightbox|dropdown)(?:$|\s)")
+_ADS = re.compile(r"(?:^|[\s_-])(?:google[_-])?(?:ad|advert|advertisement|widead|banner|promoted)(?:[_-][0-9a-f]+)?(?:$|\s)")
+_SOCIAL = re.compile(r"(?:^|\s)(?:social|socialmedia|share|sharing|feedback|facebook|twitter)(?:[_-](?:links|section))?(?:$|\s)")
+_WRAPPER = re.compile(r"(?:^|[\s_-])(?:wrap|wrapper)(?:$|[\s_-])")
+
+_ROLES = frozenset({"contentinfo", "img", "menu", "menubar", "navigation", "menuitem", "alert", "dialog",
+                    "checkbox", "radio"})
+
+#: A superset of what the class and id patterns above match: most elements fail this one search.
+_ANY_WORD = re.compile("nav|menu|breadcrumb|footer|sidebar|search|skip|scroll|hidden|invisible|collapsed|"
+                       "display-none|h-0|modal|popup|lightbox|dropdown|ad|banner|promoted|social|shar|"
+                       "feedback|facebook|twitter")
+
+#: Elements the parser's walk checks as it meets them (it knows their depth below ``<body>``).
+CONTAINER_TAGS = "div section ul ol nav header footer aside form table"
+
+#: Other elements a rule applies to only through one of these attributes: found by one CSS query.
+ATTRIBUTE_QUERY = "[role], [aria-hidden], [hidden], [style], a[class*=skip]"
+
+_LANDMARKS = frozenset({"nav", "ul", "aside", "header", "footer"})
+
+
+def depth_below_body(node) -> int:
+    """Elements between ``node`` and ``<body>`` (0 for a child of body; large if there is none)."""
+    depth = 0
+    parent = node.parent
+    while parent is not None and parent.tag != "body":
+        depth += 1
+        parent = parent.parent
+    return depth if parent is not None else 1 << 20
+
+
+def _last_in_body(node) -> bool:
+    """Whether ``node`` ends the page: no element follows it or any of its ancestors up to the
+    child of ``<body>`` that holds it."""
+    while node is not None and node.parent is not None and node.parent.tag != "body":
+        sibling = node.next
+        while sibling is not None:
+            if sibling.tag not in ("-text", "_comment"):
+                return False
+            sibling = sibling.next
+        node = node.parent
+    return True
+
+
+def is_boilerplate(node, depth: int | None = None) -> bool:
+    """Whether the element ``node`` (a selectolax lexbor node) and everything in it is boilerplate.
+    ``depth``: its ``depth_below_body`` when the caller knows it (computed when a rule needs it)."""
+    tag = node.tag
+    if tag == "main":
+        return False
+    attrs = node.attributes
+    if attrs:
+        cls = attrs.get("class") or ""
+        ident = attrs.get("id") or ""
+        both = f"{cls} {ident}"
+        if "role" in attrs and (attrs["role"] or "").strip().lower() in _ROLES:
+            return True
+        if "aria-hidden" in attrs and (attrs["aria-hidden"] or "").strip().lower() == "true":
+            return True
+        if "hidden" in attrs:
+            return True
+        if "style" in attrs and _HIDDEN_STYLE.search(attrs["style"] or ""):
+            return True
+        words = _ANY_WORD.search(both) is not None
+    else:
+        cls = ident = both = ""
+        words = False
+    if words and tag in ("div", "section") and _WRAPPER.search(both):
+        return False          # a page wrapper holds the content too: look inside it instead
+    if words and _HIDDEN.search(cls):
+        return True
+    if tag in _LANDMARKS:
+        if depth is None:
+            depth = depth_below_body(node)
+        if depth < 3 and tag != "footer":
+            return True       # site headers, navigation and side bars sit near the top of <body>
+    if tag == "footer" or (words and _FOOTER.search(both)):
+        if depth is None:
+            depth = depth_below_body(node)
+        if depth < 3 or _last_in_body(node):
+            return True
+    if not words:
+        return False
+    if tag in ("ul", "header", "nav", "section") and _NAV.search(both):
+        return True
+    if _LANDMARK_ID.search(ident) or _SEARCH.search(both) or _MODAL.search(both):
+        return True
+    if _SIDEBAR.search(both):
+        if depth is None:
+            depth = depth_below_body(node)
+        if depth < 4:
+            return True
+    if tag in ("a", "span", "li") and _SKIPLINK.search(cls):
+        return True
+    return bool(_ADS.search(both) or _SOCIAL.search(cls))
+
+
+def flagged_ids(root) -> set[int]:
+    """``mem_id`` of the elements under ``root`` that are boilerplate by an attribute (role, ARIA,
+    hidden, style) and are not among ``CONTAINER_TAGS`` (the walk checks those itself)."""
+    out: set[int] = set()
+    containers = _CONTAINERS
+    for node in root.css(ATTRIBUTE_QUERY):
+        try:
+            if node.tag not in containers and is_boilerplate(node):
+                out.add(node.mem_id)
+        except Exception:   # an odd attribute value: keep the element
+            continue
+    return out
+
+
+_CONTAINERS = frozenset(CONTAINER_TAGS.split())

@@ -1,0 +1,112 @@
+"""Main text: the parser's body text without boilerplate (skitter.boilerplate), from one parse."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skitter.parse import parse_html, parse_with_main_text
+
+ARTICLE = " ".join(["The article body is here and it is long enough to be the main content."] * 4)
+
+
+def page(body: str) -> str:
+    return f"<!doctype html><html><head><title>T</title></head><body>{body}</body></html>"
+
+
+def main_of(body: str) -> str:
+    return parse_with_main_text(page(body).encode(), "http://example.com/a", "text/html; charset=utf-8")[1]
+
+
+def test_site_chrome_stays_in_the_page_text_and_its_links_but_not_in_the_main_text() -> None:
+    html = page("<header class='site'><nav><a href='/topics'>Topics</a></nav></header>"
+                f"<main><article><h2>Heading</h2><p>{ARTICLE}</p></article></main>"
+                "<aside><a href='/popular'>Popular stories</a></aside>"
+                "<footer><p>Copyright footer line</p></footer>")
+    page_, main = parse_with_main_text(html.encode(), "http://example.com/a", "text/html")
+    assert "article body is here" in main and "Heading" in main
+    for chrome in ("Topics", "Popular stories", "Copyright"):
+        assert chrome not in main and chrome in page_.text
+    assert {l.url for l in page_.links} == {"http://example.com/topics", "http://example.com/popular"}
+    assert parse_html(html.encode(), "http://example.com/a", "text/html") == page_   # same page either way
+
+
+def test_landmarks_near_the_top_of_body_go_deep_ones_stay() -> None:
+    deep = "<div><div><div>{}</div></div></div>"
+    for tag in ("nav", "ul", "aside", "header"):
+        inner = f"<{tag}><li>Landmark words</li></{tag}>" if tag == "ul" else f"<{tag}>Landmark words</{tag}>"
+        assert "Landmark" not in main_of(f"<div>{inner}</div><p>{ARTICLE}</p>"), tag
+        assert "Landmark" in main_of(deep.format(inner) + f"<p>{ARTICLE}</p>"), tag
+
+
+def test_a_footer_is_boilerplate_near_body_or_at_the_end_of_the_page() -> None:
+    deep_last = "<div><div><div><p>{}</p><footer>Footer words</footer></div></div></div>"
+    assert "Footer" not in main_of(deep_last.format(ARTICLE))
+    deep_inside = "<div><div><div><footer>Footer words</footer><p>{}</p></div></div></div>"
+    assert "Footer" in main_of(deep_inside.format(ARTICLE))
+    assert "Footer" not in main_of(f"<p>{ARTICLE}</p><div class='site-footer'>Footer words</div>")
+
+
+def test_attribute_rules() -> None:
+    cases = {
+        "<div role='navigation'>Drop words</div>": False,
+        "<span aria-hidden='true'>Drop words</span>": False,
+        "<p hidden>Drop words</p>": False,
+        "<span style='display: none'>Drop words</span>": False,
+        "<div class='is-hidden'>Drop words</div>": False,
+        "<div class='google-ad'>Drop words</div>": False,
+        "<div class='ad-3f9a'>Drop words</div>": False,
+        "<div class='share'>Drop words</div>": False,
+        "<div id='sidebar'>Drop words</div>": False,
+        "<section class='site-search'>Drop words</section>": False,
+        "<div class='modal'>Drop words</div>": False,
+        "<a class='skip-link' href='#c'>Drop words</a>": False,
+        "<button>Drop words</button>": False,
+        "<textarea>Drop words</textarea>": False,
+        "<div class='header-shadow'>Keep words</div>": True,      # "ad" inside a word is not an ad
+        "<div class='navigator-help'>Keep words</div>": True,
+        "<div style='border: none'>Keep words</div>": True,
+        "<span aria-hidden='false'>Keep words</span>": True,
+        "<main class='nav'>Keep words</main>": True,               # <main> is content
+    }
+    for html, kept in cases.items():
+        main = main_of(f"<div><div><div><p>{ARTICLE}</p>{html}<p>{ARTICLE}</p></div></div></div>")
+        assert (("Keep words" in main) if kept else ("Drop words" not in main)), html
+
+
+def test_a_wrapper_is_looked_into_not_dropped() -> None:
+    main = main_of(f"<div class='page-wrapper menu'><div><div><p>{ARTICLE}</p></div></div></div>")
+    assert "article body" in main
+
+
+def test_a_page_that_is_all_boilerplate_keeps_its_whole_text() -> None:
+    page_, main = parse_with_main_text(page("<nav><a href='/x'>Only navigation here</a></nav>").encode(),
+                                       "http://example.com/", "text/html")
+    assert main == page_.text == "Only navigation here"
+
+
+_TAGS = ["div", "nav", "ul", "li", "aside", "header", "footer", "main", "p", "span", "a", "button", "b"]
+_ATTRS = ["", " class='nav'", " hidden", " role='navigation'", " class='x-wrapper'", " aria-hidden='true'"]
+
+
+@st.composite
+def html_soup(draw) -> str:
+    parts = []
+    for _ in range(draw(st.integers(0, 30))):
+        kind = draw(st.integers(0, 2))
+        if kind == 0:
+            parts.append(f"<{draw(st.sampled_from(_TAGS))}{draw(st.sampled_from(_ATTRS))}>")
+        elif kind == 1:
+            parts.append(f"</{draw(st.sampled_from(_TAGS))}>")
+        else:
+            parts.append(draw(st.text(alphabet="abc xyz\n", max_size=12)))
+    return "".join(parts)
+
+
+@settings(max_examples=150, deadline=None)
+@given(html_soup())
+def test_the_main_text_is_the_page_text_with_parts_left_out(soup: str) -> None:
+    page_, main = parse_with_main_text(page(soup).encode(), "http://example.com/", "text/html")
+    assert page_ == parse_html(page(soup).encode(), "http://example.com/", "text/html")
+    text = iter(page_.text.replace(" ", ""))
+    assert all(ch in text for ch in main.replace(" ", ""))   # a subsequence of the page's text
