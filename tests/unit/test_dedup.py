@@ -494,3 +494,15 @@ def test_kgram_hashes_of_a_text_longer_than_the_kept_power_tables() -> None:
         assert h[i] == kgram_hashes(text[i:i + K])[0]
     assert d._POWERS[0].size <= d._POWERS_KEPT            # the big tables were not kept
 
+
+@FAST
+@given(st.lists(st.integers(0, 40), max_size=60), st.lists(st.integers(0, 40), max_size=60))
+def test_merging_two_runs_is_a_stable_sort_of_both(a: list[int], b: list[int]) -> None:
+    from skitter.dedup import _merge
+    k1, k2 = np.sort(np.array(a, dtype=np.uint64)), np.sort(np.array(b, dtype=np.uint64))
+    d1, d2 = np.arange(k1.size, dtype=np.uint32), np.arange(k2.size, dtype=np.uint32) + 1000
+    keys, docs = _merge((k1, d1), (k2, d2))
+    both = np.concatenate((k1, k2))
+    order = np.argsort(both, kind="stable")
+    assert keys.tolist() == both[order].tolist()
+    assert docs.tolist() == np.concatenate((d1, d2))[order].tolist()
