@@ -7,13 +7,17 @@ articles under the same chrome do not.
 The rules are the usual rule-based ones (resiliparse's ``main_content`` heuristics are the model:
 landmark elements near the top of ``<body>``, ARIA roles, hidden elements, and class or id names
 of navigation, footers, side bars, search boxes, modals, ads and share buttons). They run on the
-tree :mod:`skitter.parse` has already built: one lexbor CSS query, in C, finds the few elements a
-rule could apply to, and the rules are checked on those alone. That replaced a second HTML parse
-by resiliparse, which cost as much as the whole parse and link extraction (0.55 ms a page on the
-benchmark web; docs/benchmarks.md compares the two extractions' output).
+tree :mod:`skitter.parse` has already built, during its one walk: the walk asks
+:func:`is_boilerplate` about every container element (``CONTAINER_TAGS``: it knows their depth below
+``<body>`` from its stack) and about the other elements that one lexbor CSS query
+(``ATTRIBUTE_QUERY``, in C) finds with a role, ARIA, hidden or style attribute, or a skip-link
+class; the text under a boilerplate element is left out of the main text. Class names on other
+inline elements (a ``<span class="share">``) are not looked at: checking every element's
+attributes from Python would cost more than the parse.
 
-:func:`is_boilerplate` says whether an element (and its subtree) is boilerplate; the
-parser's tree walk drops the text under them from the main text.
+That replaced a second HTML parse by resiliparse, which cost as much as the whole parse and link
+extraction (0.55 ms a page on the benchmark web, against about 0.05 ms for these rules);
+docs/benchmarks.md compares the two extractions' output (``bench/maintext_bench.py``).
 """
 
 from __future__ import annotations
@@ -22,8 +26,7 @@ import re
 
 __all__ = ["is_boilerplate", "flagged_ids", "depth_below_body", "CONTAINER_TAGS", "ATTRIBUTE_QUERY"]
 
-# Class and id words, matched as whole words of the attribute (separated by white space, "-" or
-# "_"); the CSS query below only needs to find a superset of the elements they match.
+# Class and id words, matched as whole words of the attribute (separated by white space, "-" or "_").
 _NAV = re.compile(r"(?:^|[\s_-])(?:nav|navbar|navigation|menu|menu[_-]item|breadcrumbs?)(?:$|\s)")
 _FOOTER = re.compile(r"(?:^|[\s_-])(?:(?:global|page|site)[_-]?)?footer(?:[_-]?(?:section|wrapper))?(?:$|\s)")
 _SIDEBAR = re.compile(r"(?:^|[\s_-])(?:nav|navigation|menu|global)-sidebar(?:$|\s)")

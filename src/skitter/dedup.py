@@ -341,8 +341,8 @@ def winnow_reference(hashes: Sequence[int], w: int = W) -> list[tuple[int, int]]
 
 def fingerprints(html: bytes | str, fallback_text: str = "", *, encoding: str | None = None,
                  k: int = K, w: int = W) -> np.ndarray:
-    """``winnow(main_text(html, fallback_text))``: a page's fingerprint set, as the worker process
-    computes it (``analyse``)."""
+    """``winnow(main_text(html, fallback_text))``: a page's whole fingerprint set (the worker process,
+    ``analyse``, computes only its smallest ``NearDupIndex.probe`` values: ``winnow_smallest``)."""
     return winnow(main_text(html, fallback_text, encoding=encoding), k, w)
 
 

@@ -4,7 +4,9 @@ One lexbor parse per document and one iterative walk over its tree collect every
 the body text (whitespace collapsed, words never glued across block elements), the
 headings, the ``<head>`` metadata and, for every ``<a href>`` / ``<area href>``, the link
 attributes of seed 004 (visibility, position, distance) plus its anchor text and the
-words around it (for SharkSearch).
+words around it (for SharkSearch). ``parse_with_main_text`` also leaves the text of
+boilerplate elements (:mod:`skitter.boilerplate`) out of a second string, the main text the
+near-duplicate test fingerprints, in the same walk.
 
 Nothing here raises on bad input: undecodable bytes become U+FFFD, broken markup is
 repaired by lexbor, and anything unexpected ends in an empty :class:`Page`.
