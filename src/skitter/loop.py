@@ -393,8 +393,9 @@ class Crawler:
                 self.frontier.reprioritize(url, priority)
         follow = []
         depth = cand.depth + 1
+        seen = self.frontier.seen_recently   # most links of a page lead to URLs seen already
         for link in page.links:
-            if link.nofollow or page.nofollow or not follow_links:
+            if link.nofollow or page.nofollow or not follow_links or seen(link.url):
                 continue
             if self.filter.admit(link.url, depth):
                 follow.append(Candidate(url=link.url, depth=depth, parent=cand.url,

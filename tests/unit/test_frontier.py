@@ -704,3 +704,16 @@ def test_crash_then_release_leases_hands_out_every_not_done_url(tmp_path):
     for h in "abc":
         mine = [u for u in handed if f"//{h}.test/" in u]
         assert mine == sorted(mine, key=lambda u: urls.index(u))
+
+
+def test_seen_recently_is_a_hint_that_never_claims_an_unseen_url(tmp_path: Path) -> None:
+    db, frontier, _ = make(tmp_path)
+    frontier.recent_size = 4                     # the recent sets roll over quickly
+    urls = [f"http://a.test/p{i}" for i in range(20)]
+    assert not any(frontier.seen_recently(u) for u in urls)
+    frontier.add([cand(u) for u in urls])
+    recent = [u for u in urls if frontier.seen_recently(u)]
+    assert recent and set(recent) <= set(urls[-8:])   # only the last two sets of 4 are held
+    assert frontier.add([cand(u) for u in recent]) == 0
+    assert not frontier.seen_recently("http://a.test/never")
+    db.close()

@@ -19,6 +19,11 @@ class Frontier(Protocol):
         """The best candidate whose host may be contacted now (waits for one);
         None when the crawl has nothing left and nothing in flight."""
 
+    def seen_recently(self, url: str) -> bool:
+        """A cheap, in-memory hint for the loop: True only if ``url`` has certainly passed the
+        URL-seen test already (``add`` would ignore it), so the loop can skip its link filter,
+        robots check and scoring; False says nothing (``add`` decides)."""
+
     def add_done(self, candidate: Candidate) -> bool:
         """Admit a URL already decided without a request (URL-seen test only); True if new."""
 

@@ -133,6 +133,10 @@ class LocalFrontier:
             self._wake.set()
         return new
 
+    def seen_recently(self, url: str) -> bool:
+        fp = fingerprint(url)
+        return fp in self._recent or fp in self._recent_old
+
     def _remember(self, fp: int) -> None:
         self._recent.add(fp)
         if len(self._recent) >= self.recent_size:
