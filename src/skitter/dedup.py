@@ -663,6 +663,7 @@ class NearDupIndex:
         size = _probe_size(self.sketch, need)
         probe = a if size is None else a[:size]
         found = []                                  # (generation, run, hashes found, first, end)
+        postings = 0
         for g, gen in enumerate(self._gens):
             for keys, docs in gen.runs:
                 lo = np.searchsorted(keys, probe, "left")
@@ -672,9 +673,14 @@ class NearDupIndex:
                 lo, ah = lo[hit], probe[hit]
                 hi = np.searchsorted(keys, ah, "right")
                 found.append((g, docs, ah, lo, hi))
-        if not found:
+                postings += int((hi - lo).sum())
+        # a page qualifies only on at least min_sample * need shared sampled hashes (resemblance
+        # needs a union, containment an n_a, of min_sample): with fewer postings found in all,
+        # none can (most queries stop here; last_candidates is then the postings, an upper bound)
+        if postings < max(1, int(np.ceil(need * self.min_sample))):
+            self.last_candidates = postings
             return []
-        if self.max_df < self._count:               # a hash in too many documents is boilerplate
+        if self.max_df < postings:                  # a hash in too many documents is boilerplate
             allh = np.concatenate([f[2] for f in found])
             alld = np.concatenate([f[4] - f[3] for f in found])
             uh, inv = np.unique(allh, return_inverse=True)
