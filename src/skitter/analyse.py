@@ -16,6 +16,7 @@ import xxhash
 import numpy as np
 
 from .models import FetchResult, Page, fast_pickle
+from .store.text import pack_text
 from .store.warc import encode_pair
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -28,6 +29,7 @@ class Analysis:
     content_hash: str | None      # xxh3-128 of the decoded body (2xx only)
     page: Page | None             # parsed HTML (2xx HTML only)
     fingerprints: "np.ndarray | None" = None  # the smallest winnowing fingerprints of the main text
+    text: bytes | None = None     # the page's text as pages.text stores it (store.text.pack_text)
 
 
 def is_html(result: FetchResult) -> bool:
@@ -37,9 +39,12 @@ def is_html(result: FetchResult) -> bool:
     return ctype is None and result.body[:512].lstrip()[:1] == b"<"
 
 
-def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe: int | None = 0) -> Analysis:
+def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe: int | None = 0,
+            keep_text: bool = True) -> Analysis:
     """``near_dup_probe``: how many of the page's smallest winnowing fingerprints the near-duplicate
-    test needs (``NearDupIndex.probe``; None: all of them, 0: the test is off)."""
+    test needs (``NearDupIndex.probe``; None: all of them, 0: the test is off). ``keep_text``:
+    whether the crawl process reads ``page.text`` (focused strategies do); if not, only the packed
+    text goes back (``Analysis.text``), a third of the bytes through the pipe."""
     warc = encode_pair(result, target_uri=target_uri)
     status = result.status
     if status is None or not 200 <= status < 300:
@@ -51,14 +56,18 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe:
         from .parse import parse_html, parse_with_main_text
 
         kw = dict(x_robots_tag=result.header("x-robots-tag"), user_agent_token=ua_token)
+        fps = None
         if near_dup_probe == 0:
             page = parse_html(result.body, target_uri, result.header("content-type"), **kw)
-            return Analysis(warc, digest, page)
-        from .dedup import winnow, winnow_smallest
+        else:
+            from .dedup import winnow, winnow_smallest
 
-        page, main = parse_with_main_text(result.body, target_uri, result.header("content-type"), **kw)
-        fps = winnow(main) if near_dup_probe is None else winnow_smallest(main, near_dup_probe)
-        return Analysis(warc, digest, page, fps)
+            page, main = parse_with_main_text(result.body, target_uri, result.header("content-type"), **kw)
+            fps = winnow(main) if near_dup_probe is None else winnow_smallest(main, near_dup_probe)
+        text = pack_text(page.text)
+        if not keep_text:
+            page.text = ""
+        return Analysis(warc, digest, page, fps, text)
     return Analysis(warc, digest, page)
 
 

@@ -45,6 +45,7 @@ from .analyse import Analysis, analyse, archive_only
 from .robots.cache import RobotsCache
 from .robots.rules import product_token
 from .store.db import CrawlDB
+from .store.text import pack_text
 from .store.warc import WarcWriter
 from .strategies import ParentContext, make_scorer
 from .urls import URLError, canonicalize, fingerprint, host_key, resolve
@@ -307,9 +308,10 @@ class Crawler:
 
     async def _analyse(self, result: FetchResult, url: str) -> Analysis:
         probe = 0 if self.neardup is None else self.neardup.probe
+        keep_text = getattr(self.scorer, "reads_text", True)
         if self.pool is None:
-            return analyse(result, url, self.robots_token, probe)
-        args = (analyse, result, url, self.robots_token, probe)
+            return analyse(result, url, self.robots_token, probe, keep_text)
+        args = (analyse, result, url, self.robots_token, probe, keep_text)
         try:
             return await self.pool.submit(*args)
         except WorkerDied:   # killed, out of memory, or this page: the pool has replaced it
@@ -345,7 +347,7 @@ class Crawler:
             self._redirect(cand, result, record)
         elif status is not None and 200 <= status < 300:
             page = self._content(cand, analysis, record)
-        self._store(cand, record, page, result)
+        self._store(cand, record, page, result, analysis.text)
 
     def _redirect(self, cand: Candidate, result: FetchResult, record: dict) -> None:
         target = resolve(cand.url, result.header("location") or "")
@@ -449,7 +451,9 @@ class Crawler:
         self._write_fetch(cand, {"url": cand.url, "final_url": None, "status": None, "error": error,
                                  "fetched_at": None, "depth": cand.depth, "parent": cand.parent}, order=None)
 
-    def _store(self, cand: Candidate, record: dict, page: Page | None, result: FetchResult) -> None:
+    def _store(self, cand: Candidate, record: dict, page: Page | None, result: FetchResult,
+               text: bytes | None = None) -> None:
+        """``text``: the page's packed text (``Analysis.text``), else ``page.text`` is packed here."""
         self.order += 1
         self.fetched_total += 1
         self.stats.fetched += 1
@@ -466,7 +470,8 @@ class Crawler:
                 "INSERT OR REPLACE INTO pages (fp, url, title, description, keywords, headings, text, lang, encoding,"
                 " last_modified, etag) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (fp, cand.url, page.title, page.description, page.keywords, "\n".join(page.headings),
-                 page.text, page.lang, page.encoding, result.header("last-modified"), result.header("etag")))
+                 text if text is not None else pack_text(page.text), page.lang, page.encoding,
+                 result.header("last-modified"), result.header("etag")))
             conn.executemany(
                 "INSERT INTO links (src, dst, dst_url, anchor, visibility, position, distance, nofollow)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

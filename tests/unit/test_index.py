@@ -124,6 +124,33 @@ def test_index_is_a_separate_file_and_readers_need_it(crawl, tmp_path):
         Searcher(tmp_path)
 
 
+def test_page_text_is_stored_deflated_and_older_text_rows_read_the_same(crawl, searcher, tmp_path):
+    from skitter.store.text import page_text
+    d, _, _ = crawl
+    conn = sqlite3.connect(d / "crawl.db")
+    rows = conn.execute("SELECT fp, text FROM pages").fetchall()
+    conn.close()
+    assert rows and all(isinstance(t, bytes) for _, t in rows)            # deflated BLOBs
+    plain = {fp: page_text(t) for fp, t in rows}
+    assert sum(map(len, (t for _, t in rows))) < 0.6 * sum(len(t.encode()) for t in plain.values())
+    old = tmp_path / "old"
+    old.mkdir()
+    shutil.copy(d / "crawl.db", old / "crawl.db")
+    conn = sqlite3.connect(old / "crawl.db")   # a crawl directory from before: TEXT rows
+    conn.executemany("UPDATE pages SET text = ? WHERE fp = ?", [(t, fp) for fp, t in plain.items()])
+    conn.commit()
+    conn.close()
+    Indexer(old).rebuild()
+    found = 0
+    with Searcher(old) as s:
+        for q in ("river", "river OR garden", '"the sea"', "water NOT sea"):
+            got, want = s.search(q, limit=20), searcher.search(q, limit=20)
+            assert [(h.url, h.snippet) for h in got.hits] == [(h.url, h.snippet) for h in want.hits]
+            assert got.total == want.total
+            found += len(want.hits)
+    assert found > 0
+
+
 def test_incremental_update_equals_rebuild(crawl, tmp_path):
     """Index a crawl cut at half its fetches, then the whole crawl with update(): same index as
     a rebuild (pages added, anchors of already indexed pages refreshed)."""

@@ -62,6 +62,7 @@ from typing import Callable
 
 from ..errors import CrawlDirError, UsageError
 from ..store.db import DB_NAME, connect
+from ..store.text import page_text
 from ..urls import fingerprint
 from . import analyze
 
@@ -385,7 +386,7 @@ class Indexer:
                     docs.append((fp, url, host, hostport, title, date, family, pr, order))
                     meta_text = " ".join(x for x in (desc, kw) if x)
                     cols = []
-                    for value in (title, meta_text, heads, text):
+                    for value in (title, meta_text, heads, page_text(text)):
                         w = analyze.words(value) if value else []
                         surface.update(w)
                         cols.append(" ".join(analyze.stem_words(w)) if w else "")

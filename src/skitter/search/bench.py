@@ -34,6 +34,7 @@ from pathlib import Path
 
 from ..index import analyze
 from ..index.indexer import Indexer, index_path
+from ..store.text import page_text
 
 START = "<!-- bench:search:start -->"
 END = "<!-- bench:search:end -->"
@@ -83,7 +84,7 @@ def _queries(directory: Path, n: int, rng: random.Random) -> dict[str, list[str]
             "SELECT word FROM words WHERE len >= 4 AND word GLOB '[a-z]*' ORDER BY n DESC LIMIT 2000 OFFSET 20")]
         hosts = [h for (h,) in idx.execute("SELECT DISTINCT host FROM docs")]
         days = sorted(d[:10] for (d,) in idx.execute("SELECT date FROM docs WHERE date IS NOT NULL"))
-        texts = [t for (t,) in crawl.execute("SELECT text FROM pages WHERE text IS NOT NULL ORDER BY random() LIMIT ?",
+        texts = [page_text(t) for (t,) in crawl.execute("SELECT text FROM pages WHERE text IS NOT NULL ORDER BY random() LIMIT ?",
                                              (n * 2,))]
     finally:
         idx.close()
@@ -126,7 +127,8 @@ def measure(directory: Path, *, queries: int = 40, seed: int = 1) -> dict:
 
     directory = Path(directory)
     conn = sqlite3.connect(f"file:{directory / 'crawl.db'}?mode=ro", uri=True)
-    n_pages, text_bytes = conn.execute("SELECT count(*), total(length(text)) FROM pages").fetchone()
+    n_pages = conn.execute("SELECT count(*) FROM pages").fetchone()[0]
+    text_bytes = sum(len(page_text(t) or "") for (t,) in conn.execute("SELECT text FROM pages"))
     conn.close()
     stats = Indexer(directory).rebuild()
     size = sum(p.stat().st_size for p in directory.glob("index.db*"))

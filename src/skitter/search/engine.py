@@ -38,6 +38,7 @@ from ..errors import UsageError
 from ..index import analyze
 from ..index.indexer import COLUMNS, _get, norm_pagerank, open_index
 from ..store.db import DB_NAME, connect
+from ..store.text import page_text
 from . import compile as qc
 from .query import Term, parse, walk
 from .snippets import highlight, snippet
@@ -237,7 +238,7 @@ class Searcher:
             plain = markup = ""
             if snippets:
                 _, text, desc = texts.get(fp, (fp, None, None))
-                plain, markup, n = snippet(text, stems)
+                plain, markup, n = snippet(page_text(text), stems)
                 if n == 0 and desc:
                     dp, dm, dn = snippet(desc, stems)
                     if dn:

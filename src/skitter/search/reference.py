@@ -18,6 +18,7 @@ from pathlib import Path
 from ..index import analyze
 from ..index.indexer import COLUMNS, MAX_ANCHORS, _iso, _split_host
 from ..store.db import DB_NAME, connect
+from ..store.text import page_text
 from ..urls import fingerprint
 from . import compile as qc
 from .query import And, DateFilter, Not, Or, Site, Xor, parse
@@ -60,7 +61,7 @@ class Reference:
                 "headings": analyze.tokens(heads),
                 "url": analyze.tokens(analyze.url_words(url)),
                 "anchors": analyze.tokens(" \n ".join(anchors.get(fp, []))),
-                "body": analyze.tokens(text),
+                "body": analyze.tokens(page_text(text)),
             }
             pos: dict[str, dict[str, list[int]]] = {}
             for c, toks in cols.items():

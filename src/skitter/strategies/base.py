@@ -26,6 +26,9 @@ class ParentContext:
 
 class Scorer(Protocol):
     name: str
+    reads_text: bool
+    """Whether ``relevance``/``score`` read ``page.text``; if not, the worker processes do not
+    send the text to the crawl process (only its packed form, for storage)."""
 
     def seed_priority(self, url: str) -> float:
         """Priority of a seed URL."""

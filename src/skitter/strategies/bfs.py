@@ -8,6 +8,7 @@ from .base import ParentContext
 
 class BreadthFirst:
     name = "bfs"
+    reads_text = False
 
     def seed_priority(self, url: str) -> float:
         return 0.0

@@ -9,6 +9,7 @@ from .base import ParentContext
 
 class DepthFirst:
     name = "dfs"
+    reads_text = False
 
     def seed_priority(self, url: str) -> float:
         return 0.0

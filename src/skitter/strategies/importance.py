@@ -42,6 +42,7 @@ def link_weight(link: Link) -> float:
 
 class _Importance:
     name = "importance"
+    reads_text = False
 
     def __init__(self, *, weighted: bool = False) -> None:
         self.weighted = weighted

@@ -237,6 +237,7 @@ class FocusedScorer:
     ``threshold`` (relevant iff relevance > threshold) and ``estimate`` (a link's f in [0, 1))."""
 
     name = "focused"
+    reads_text = True
     default_threshold = 0.0
 
     def __init__(self, topic: Topic | None = None, *, threshold: float | None = None,

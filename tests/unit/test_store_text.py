@@ -1,0 +1,41 @@
+"""pages.text is stored deflated (skitter.store.text); the worker packs it and sends the plain text
+back only to crawls whose strategy reads it."""
+
+from __future__ import annotations
+
+import time
+import zlib
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skitter.analyse import analyse
+from skitter.models import FetchResult
+from skitter.store.text import pack_text, page_text
+from skitter.strategies import make_scorer
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_pack_and_read_back(text: str) -> None:
+    packed = pack_text(text)
+    assert page_text(packed) == text
+    assert zlib.decompress(packed).decode("utf-8", "surrogatepass") == text   # any zlib reads it
+
+
+def test_older_rows_and_nulls_pass_through() -> None:
+    assert page_text("stored as TEXT before") == "stored as TEXT before"
+    assert page_text(None) is None
+
+
+def test_the_worker_sends_the_plain_text_only_when_the_strategy_reads_it() -> None:
+    body = ("<html><body><p>" + "Words of the page, repeated to be worth deflating. " * 40 + "</p></body></html>").encode()
+    result = FetchResult(url="http://a.test/", status=200, reason="OK",
+                         headers=[("Content-Type", "text/html; charset=utf-8")], body=body, raw_body=body,
+                         request_headers=[("Host", "a.test")], started=time.time())
+    kept = analyse(result, "http://a.test/", "skitter", 0, True)
+    dropped = analyse(result, "http://a.test/", "skitter", 0, False)
+    assert kept.page.text.startswith("Words of the page") and dropped.page.text == ""
+    assert page_text(kept.text) == page_text(dropped.text) == kept.page.text
+    assert len(kept.text) < len(kept.page.text.encode()) / 4
+    assert not make_scorer("bfs").reads_text and make_scorer("pdd").reads_text
