@@ -101,7 +101,8 @@ def render(rows: list[dict], argv: str) -> str:
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     L = [START, "## Main text: skitter's boilerplate rules vs resiliparse", "",
          f"Written by `bench/maintext_bench.py` on {now} — `python bench/maintext_bench.py {argv}`. "
-         "Words of each page's main text (lower-case runs of letters and digits, as multisets) against "
+         "Real pages: HTML documentation installed on the benchmark machine (Python's Sphinx pages, Node.js's API pages, rustdoc pages, "
+         "with navigation bars, side bars and footers). Words of each page's main text (lower-case runs of letters and digits, as multisets) against "
          "resiliparse's `extract_plain_text(main_content=True)` as the reference (or, where it finds no text, the "
          "parser's whole text: what skitter fingerprinted then); means over pages. "
          "\"whole text\" is the parser's body text with nothing removed: what the rules take out.", "",
@@ -138,8 +139,11 @@ def main() -> None:
     for d in args.html_dir:
         pages = dir_pages(d, args.max_files)
         if pages:
-            rows.append(measure(d.name if d.name != "html" else f"{d.parent.name}/html", pages))
-    section = render(rows, " ".join(sys.argv[1:]))
+            rows.append(measure(f"{d.parent.name}/{d.name}", pages))
+    # the directories by their last two names: no machine's paths in the docs
+    shown = " ".join([f"--html-dir .../{d.parent.name}/{d.name}" for d in args.html_dir]
+                     + [f"--max-files {args.max_files}"] * bool(args.html_dir))
+    section = render(rows, shown)
     print(section)
     if not args.no_write:
         write_section(args.docs, section)
