@@ -230,7 +230,7 @@ def section(args, cfg, n_docs, n_truth, sk, ds, sw, elapsed) -> str:
          "before it, then added; a match is a predicted pair.",
          "",
          f"**Machine**: {platform.machine()}, Python {platform.python_version()}, NumPy "
-         f"{np.__version__}, datasketch {datasketch.__version__}, resiliparse (main text) for both.",
+         f"{np.__version__}, datasketch {datasketch.__version__}, skitter's main text (skitter.boilerplate) for both.",
          "",
          f"skitter: K = {dedup.K}, W = {dedup.W} (t = {dedup.K + dedup.W - 1}), sketch S = "
          f"{dedup.SKETCH}, resemblance ≥ {dedup.RESEMBLANCE} or containment ≥ {dedup.CONTAINMENT}. "

@@ -11,9 +11,10 @@ tree :mod:`skitter.parse` has already built, during its one walk: the walk asks
 :func:`is_boilerplate` about every container element (``CONTAINER_TAGS``: it knows their depth below
 ``<body>`` from its stack) and about the other elements that one lexbor CSS query
 (``ATTRIBUTE_QUERY``, in C) finds with a role, ARIA, hidden or style attribute, or a skip-link
-class; the text under a boilerplate element is left out of the main text. Class names on other
-inline elements (a ``<span class="share">``) are not looked at: checking every element's
-attributes from Python would cost more than the parse.
+class (all of the rules apply to those, their class names included); the text under a boilerplate
+element is left out of the main text. Class names of other inline elements (a plain
+``<span class="share">``) are not looked at: checking every element's attributes from Python would
+cost more than the parse.
 
 That replaced a second HTML parse by resiliparse, which cost as much as the whole parse and link
 extraction (0.55 ms a page on the benchmark web, against about 0.05 ms for these rules);
@@ -67,6 +68,11 @@ def depth_below_body(node) -> int:
     return depth if parent is not None else 1 << 20
 
 
+#: A footer deeper than this below ``<body>`` is not checked for ending the page: the check climbs
+#: to ``<body>``, and on nested footers (hostile pages) climbing from each would be quadratic.
+_FOOTER_DEPTH = 16
+
+
 def _last_in_body(node) -> bool:
     """Whether ``node`` ends the page: no element follows it or any of its ancestors up to the
     child of ``<body>`` that holds it."""
@@ -84,23 +90,27 @@ def is_boilerplate(node, depth: int | None = None) -> bool:
     """Whether the element ``node`` (a selectolax lexbor node) and everything in it is boilerplate.
     ``depth``: its ``depth_below_body`` when the caller knows it (computed when a rule needs it)."""
     tag = node.tag
-    if tag == "main":
-        return False
+    if tag in ("body", "html"):
+        return False          # a hidden <body> (an anti-flicker trick) still holds the page
     attrs = node.attributes
     if attrs:
+        if "hidden" in attrs:
+            return True
+        if "aria-hidden" in attrs and (attrs["aria-hidden"] or "").strip().lower() == "true":
+            return True
+        if "style" in attrs and _HIDDEN_STYLE.search(attrs["style"] or ""):
+            return True
+        if tag == "main":
+            return False      # <main> is content, whatever its role or class
         cls = attrs.get("class") or ""
         ident = attrs.get("id") or ""
         both = f"{cls} {ident}"
         if "role" in attrs and (attrs["role"] or "").strip().lower() in _ROLES:
             return True
-        if "aria-hidden" in attrs and (attrs["aria-hidden"] or "").strip().lower() == "true":
-            return True
-        if "hidden" in attrs:
-            return True
-        if "style" in attrs and _HIDDEN_STYLE.search(attrs["style"] or ""):
-            return True
         words = _ANY_WORD.search(both) is not None
     else:
+        if tag == "main":
+            return False
         cls = ident = both = ""
         words = False
     if words and tag in ("div", "section") and _WRAPPER.search(both):
@@ -115,7 +125,7 @@ def is_boilerplate(node, depth: int | None = None) -> bool:
     if tag == "footer" or (words and _FOOTER.search(both)):
         if depth is None:
             depth = depth_below_body(node)
-        if depth < 3 or _last_in_body(node):
+        if depth < 3 or (depth < _FOOTER_DEPTH and _last_in_body(node)):
             return True
     if not words:
         return False
@@ -134,17 +144,12 @@ def is_boilerplate(node, depth: int | None = None) -> bool:
 
 
 def flagged_ids(root) -> set[int]:
-    """``mem_id`` of the elements under ``root`` that are boilerplate by an attribute (role, ARIA,
-    hidden, style) and are not among ``CONTAINER_TAGS`` (the walk checks those itself)."""
-    out: set[int] = set()
+    """``mem_id`` of the elements under ``root`` that the walk must check although they are not
+    among ``CONTAINER_TAGS`` (it checks those anyway): the ones ``ATTRIBUTE_QUERY`` finds. The walk
+    checks them as it meets them, with their depth, and not inside boilerplate it already left out
+    (checking each here, climbing to ``<body>`` from each, would be quadratic on nested ones)."""
     containers = _CONTAINERS
-    for node in root.css(ATTRIBUTE_QUERY):
-        try:
-            if node.tag not in containers and is_boilerplate(node):
-                out.add(node.mem_id)
-        except Exception:   # an odd attribute value: keep the element
-            continue
-    return out
+    return {node.mem_id for node in root.css(ATTRIBUTE_QUERY) if node.tag not in containers}
 
 
 _CONTAINERS = frozenset(CONTAINER_TAGS.split())

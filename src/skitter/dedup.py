@@ -541,6 +541,7 @@ class NearDupIndex:
         self._count = 0
         self.dropped = 0           # documents dropped out of the window
         self.last_candidates = 0   # stored documents that shared a sketch hash with the last query
+        #                            (on an early exit of the query, the postings it found: at most that)
         self.last_compared = 0     # of those, the ones whose estimates were computed
         self.compared = 0          # running total of last_compared
 
@@ -647,6 +648,8 @@ class NearDupIndex:
         ``threshold``: minimum resemblance (default ``self.resemblance``); ``containment``:
         minimum containment of the new page in the stored one (default ``self.containment``); a
         stored page qualifies if either holds. Both figures are estimates from the sketches.
+        ``fps`` may be only the page's smallest :attr:`probe` fingerprints (``winnow_smallest``):
+        the answers are the same as long as the thresholds are not below the index's own.
         """
         r_min = self.resemblance if threshold is None else threshold
         c_min = self.containment if containment is None else containment
@@ -677,7 +680,8 @@ class NearDupIndex:
         # a page qualifies only on at least min_sample * need shared sampled hashes (resemblance
         # needs a union, containment an n_a, of min_sample): with fewer postings found in all,
         # none can (most queries stop here; last_candidates is then the postings, an upper bound)
-        if postings < max(1, int(np.ceil(need * self.min_sample))):
+        if postings < max(1, int(np.floor(need * self.min_sample))):   # floor: a product like
+            # 0.28 * 25 lands just above 7 in floating point, and 7 of 25 does qualify
             self.last_candidates = postings
             return []
         if self.max_df < postings:                  # a hash in too many documents is boilerplate

@@ -408,12 +408,12 @@ def _walk(root, want_main: bool = False) -> _Walk:
                 clen += len(s)
                 continue
             k = kinds_get(tid, 0)
-            if want_main and not in_boiler:
-                if k & _CONTAINER:
+            if want_main and not in_boiler and (k & _CONTAINER or (flagged and node.mem_id in flagged)):
+                try:
                     if is_boiler(node, len(stack) - 2):
                         k |= _BOILER
-                elif flagged and node.mem_id in flagged:
-                    k |= _BOILER
+                except Exception:  # an odd attribute value: the element counts as content
+                    pass
             if k & _BOILER and not k & _LEAF:
                 if not in_boiler:
                     boiler_start = clen

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -110,3 +112,20 @@ def test_the_main_text_is_the_page_text_with_parts_left_out(soup: str) -> None:
     assert page_ == parse_html(page(soup).encode(), "http://example.com/", "text/html")
     text = iter(page_.text.replace(" ", ""))
     assert all(ch in text for ch in main.replace(" ", ""))   # a subsequence of the page's text
+
+
+def test_a_hidden_body_is_still_the_page_and_a_hidden_main_is_not() -> None:
+    html = page(f"<nav>Site navigation words</nav><p>{ARTICLE}</p>").replace("<body>", "<body style='display:none'>")
+    page_, main = parse_with_main_text(html.encode(), "http://example.com/", "text/html")
+    assert "article body" in main and "Site navigation" not in main
+    assert "Hidden main words" not in main_of(f"<p>{ARTICLE}</p><main hidden>Hidden main words</main>")
+
+
+def test_nested_boilerplate_candidates_stay_linear() -> None:
+    # each of these is checked by the rules; climbing to <body> from every one was quadratic
+    for body in (b"<div class=footer>x" * 4000 + b"<p>end</p>",
+                 b"<span style='color:red' class=footer>x" * 20_000 + b"<p>end</p>"):
+        t0 = time.perf_counter()
+        page_, main = parse_with_main_text(page(body.decode()).encode(), "http://example.com/", "text/html")
+        assert time.perf_counter() - t0 < 5
+        assert page_.text.endswith("end") and main

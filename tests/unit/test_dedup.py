@@ -506,3 +506,13 @@ def test_merging_two_runs_is_a_stable_sort_of_both(a: list[int], b: list[int]) -
     order = np.argsort(both, kind="stable")
     assert keys.tolist() == both[order].tolist()
     assert docs.tolist() == np.concatenate((d1, d2))[order].tolist()
+
+
+def test_the_early_exit_never_drops_a_match_at_any_threshold() -> None:
+    # 7 of a stored 25-hash sketch: resemblance 7/25 = 0.28 with a union of 25 = min_sample;
+    # 0.28 * 25 is 7.000000000000001 in floating point, which a ceil() made 8
+    index = NearDupIndex(min_sample=25)
+    stored = np.arange(1, 26, dtype=np.uint64) * np.uint64(1 << 40)
+    index.add(1, stored)
+    got = index.query(stored[:7], threshold=0.28, containment=0.28)
+    assert [d for d, _, _ in got] == [1] and got[0][1] == pytest.approx(0.28)
