@@ -27,12 +27,13 @@ Defaults, measured on the labelled demo web (``bench/neardup_bench.py --sweep``:
 evaluated on seeds 2 and 3 in ``tests/eval/test_neardup_eval.py``; docs/benchmarks.md has the table):
 
 - **K = 20** characters (about four words once the spaces are gone). Shorter k-grams make
-  unrelated pages of one topic share common phrases ("ofthetime"): with K = 8 a query meets ~470
-  stored pages that share a sampled hash and precision falls to 0.90-0.95, with K = 12 to 0.87
+  unrelated pages of one topic share common phrases ("ofthetime"): with K = 8 a query meets ~490
+  stored pages that share a sampled hash and precision falls to 0.86-0.97, with K = 12 to 0.86
   across hosts; longer ones make each changed word cost more k-grams (K = 32: the lowest
-  resemblance of a labelled pair drops to 0.62). At K = 20 labelled pairs have an estimated
-  resemblance ≥ 0.72, every other pair (articles quoting a paragraph of another included) ≤ 0.14,
-  and a query meets ~18 stored pages.
+  resemblance of a labelled pair drops to 0.58). At K = 20 labelled pairs have an estimated
+  resemblance ≥ 0.68, every other pair (articles quoting a paragraph of another included) ≤ 0.11,
+  and a query meets ~22 stored pages (main text by ``skitter.boilerplate``; with resiliparse's,
+  until stop 10: ≥ 0.72, ≤ 0.14, ~18).
 - **W = 12**: fingerprint density 2/(W+1) ≈ 15 % (~670 fingerprints for a 5 KB page), and the
   guarantee threshold t = W + K - 1 = 31 characters, about one short sentence.
 
