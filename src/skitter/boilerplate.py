@@ -79,7 +79,7 @@ def _last_in_body(node) -> bool:
     while node is not None and node.parent is not None and node.parent.tag != "body":
         sibling = node.next
         while sibling is not None:
-            if sibling.tag not in ("-text", "_comment"):
+            if sibling.tag not in ("-text", "-comment"):
                 return False
             sibling = sibling.next
         node = node.parent

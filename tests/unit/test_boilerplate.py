@@ -44,6 +44,8 @@ def test_landmarks_near_the_top_of_body_go_deep_ones_stay() -> None:
 def test_a_footer_is_boilerplate_near_body_or_at_the_end_of_the_page() -> None:
     deep_last = "<div><div><div><p>{}</p><footer>Footer words</footer></div></div></div>"
     assert "Footer" not in main_of(deep_last.format(ARTICLE))
+    spaced = "<div><div><div><p>{}</p><footer>Footer words</footer>\n<!-- end -->\n</div>\n</div></div>"
+    assert "Footer" not in main_of(spaced.format(ARTICLE))     # white space and comments after it
     deep_inside = "<div><div><div><footer>Footer words</footer><p>{}</p></div></div></div>"
     assert "Footer" in main_of(deep_inside.format(ARTICLE))
     assert "Footer" not in main_of(f"<p>{ARTICLE}</p><div class='site-footer'>Footer words</div>")
