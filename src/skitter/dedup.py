@@ -497,6 +497,11 @@ class _Generation:
                 + sum(k.nbytes + d.nbytes for k, d in self.runs))
 
 
+def _record(doc_id: int, sketch: np.ndarray) -> tuple[int, bytes]:
+    """The persisted form of a document's sketch: ``(doc_id, little-endian uint64 bytes)``."""
+    return int(doc_id), sketch.astype("<u8", copy=False).tobytes()
+
+
 def _probe_size(sketch: int, need: float) -> int | None:
     # S / need + 1 hashes: a stored page that shares sampled hashes only beyond them has resemblance
     # and containment below ``need`` (both are at most S / n_a), see ``query``
@@ -554,7 +559,7 @@ class NearDupIndex:
     def record_for(self, doc_id: int, fps: np.ndarray) -> tuple[int, bytes]:
         """The record ``(doc_id, sketch bytes)`` that persists ``doc_id``'s entry (what
         :meth:`add` returns, without indexing)."""
-        return int(doc_id), self.sketch_of(fps).astype("<u8", copy=False).tobytes()
+        return _record(doc_id, self.sketch_of(fps))
 
     def add_records(self, records: Iterable[tuple[int, bytes]]) -> None:
         """Index persisted ``(doc_id, sketch bytes)`` records, oldest first."""
@@ -571,7 +576,7 @@ class NearDupIndex:
         that persists it (:meth:`record_for`). A document with no fingerprints is not indexed."""
         sk = self.sketch_of(fps)
         self._add_sketch(int(doc_id), sk)
-        return int(doc_id), sk.astype("<u8", copy=False).tobytes()
+        return _record(doc_id, sk)
 
     def _add_sketch(self, doc_id: int, sk: np.ndarray) -> None:
         if sk.size == 0:

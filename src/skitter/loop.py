@@ -45,7 +45,6 @@ from .analyse import Analysis, analyse, archive_only
 from .robots.cache import RobotsCache
 from .robots.rules import product_token
 from .store.db import CrawlDB
-from .store.text import pack_text
 from .store.warc import WarcWriter
 from .strategies import ParentContext, make_scorer
 from .urls import URLError, canonicalize, fingerprint, host_key, resolve
@@ -149,6 +148,9 @@ class Crawler:
         self.fetched_total = counts["fetched"]
         self.robots_token = product_token(c.user_agent)
         self.neardup = self._load_neardup(db) if c.near_duplicates != "off" else None
+        # what analyse needs besides the response: the same for every page of the crawl
+        self._analyse_opts = (self.robots_token, 0 if self.neardup is None else self.neardup.probe,
+                              getattr(self.scorer, "reads_text", True))
         self.frontier.gate = self._gate
 
     def _load_neardup(self, db: CrawlDB) -> NearDupIndex:
@@ -307,11 +309,9 @@ class Crawler:
         return True
 
     async def _analyse(self, result: FetchResult, url: str) -> Analysis:
-        probe = 0 if self.neardup is None else self.neardup.probe
-        keep_text = getattr(self.scorer, "reads_text", True)
         if self.pool is None:
-            return analyse(result, url, self.robots_token, probe, keep_text)
-        args = (analyse, result, url, self.robots_token, probe, keep_text)
+            return analyse(result, url, *self._analyse_opts)
+        args = (analyse, result, url, *self._analyse_opts)
         try:
             return await self.pool.submit(*args)
         except WorkerDied:   # killed, out of memory, or this page: the pool has replaced it
@@ -452,8 +452,9 @@ class Crawler:
                                  "fetched_at": None, "depth": cand.depth, "parent": cand.parent}, order=None)
 
     def _store(self, cand: Candidate, record: dict, page: Page | None, result: FetchResult,
-               text: bytes | None = None) -> None:
-        """``text``: the page's packed text (``Analysis.text``), else ``page.text`` is packed here."""
+               text: bytes | None) -> None:
+        """``text``: the page's text as ``pages.text`` stores it (``Analysis.text``, packed by the
+        worker along with ``page``)."""
         self.order += 1
         self.fetched_total += 1
         self.stats.fetched += 1
@@ -470,7 +471,7 @@ class Crawler:
                 "INSERT OR REPLACE INTO pages (fp, url, title, description, keywords, headings, text, lang, encoding,"
                 " last_modified, etag) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (fp, cand.url, page.title, page.description, page.keywords, "\n".join(page.headings),
-                 text if text is not None else pack_text(page.text), page.lang, page.encoding,
+                 text, page.lang, page.encoding,
                  result.header("last-modified"), result.header("etag")))
             conn.executemany(
                 "INSERT INTO links (src, dst, dst_url, anchor, visibility, position, distance, nofollow)"

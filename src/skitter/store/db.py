@@ -9,7 +9,8 @@ Tables (schema version in ``meta``):
                 back to queued, so nothing is forgotten.
 - ``fetches``   one row per URL the crawler tried: the export record (DESIGN.md) plus where its
                 WARC records are.
-- ``pages``     the parsed text fields of HTML pages (for the index and the focused strategies).
+- ``pages``     the parsed text fields of HTML pages (for the index and the focused strategies);
+                ``text`` is deflated (:mod:`skitter.store.text`; TEXT in older crawl directories).
 - ``links``     the link graph with anchor text and the link attributes of seed 004.
 - ``contents``  the content-seen test: content hash -> first URL with that body.
 - ``near_sketches`` the near-duplicate index's sketches (seed 004 winnowing; skitter.dedup): one
