@@ -151,6 +151,19 @@ def test_page_text_is_stored_deflated_and_older_text_rows_read_the_same(crawl, s
     assert found > 0
 
 
+def test_a_corrupt_page_text_is_one_error_line(crawl, tmp_path):
+    d, _, _ = crawl
+    shutil.copy(d / "crawl.db", tmp_path / "crawl.db")
+    conn = sqlite3.connect(tmp_path / "crawl.db")
+    conn.execute("UPDATE pages SET text = ? WHERE fp = (SELECT min(fp) FROM pages)", (b"not deflate",))
+    conn.commit()
+    conn.close()
+    res = subprocess.run([sys.executable, "-m", "skitter", "index", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode != 0 and "Traceback" not in res.stderr
+    assert res.stderr.strip().splitlines() == [res.stderr.strip()] and "corrupt page text" in res.stderr
+
+
 def test_incremental_update_equals_rebuild(crawl, tmp_path):
     """Index a crawl cut at half its fetches, then the whole crawl with update(): same index as
     a rebuild (pages added, anchors of already indexed pages refreshed)."""

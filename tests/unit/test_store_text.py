@@ -6,10 +6,12 @@ from __future__ import annotations
 import time
 import zlib
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skitter.analyse import analyse
+from skitter.errors import CrawlDirError
 from skitter.models import FetchResult
 from skitter.store.text import pack_text, page_text
 from skitter.strategies import make_scorer
@@ -26,6 +28,13 @@ def test_pack_and_read_back(text: str) -> None:
 def test_older_rows_and_nulls_pass_through() -> None:
     assert page_text("stored as TEXT before") == "stored as TEXT before"
     assert page_text(None) is None
+
+
+def test_a_blob_that_does_not_inflate_is_a_corrupt_crawl_directory() -> None:
+    with pytest.raises(CrawlDirError, match="corrupt page text"):
+        page_text(b"not a zlib stream")
+    with pytest.raises(CrawlDirError, match="corrupt page text"):
+        page_text(zlib.compress(b"\xff\xfe not UTF-8"))
 
 
 def test_the_worker_sends_the_plain_text_only_when_the_strategy_reads_it() -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import zlib
 
+from ..errors import CrawlDirError
+
 try:  # ISA-L: the same zlib stream at twice zlib's speed (what the WARC records use too)
     from isal.isal_zlib import compress as _deflate
 except ImportError:  # pragma: no cover - isal is a dependency
@@ -24,7 +26,11 @@ def pack_text(text: str) -> bytes:
 
 def page_text(value: str | bytes | None) -> str | None:
     """A ``pages.text`` value as text: a BLOB is :func:`pack_text`'s output; crawl directories
-    written before it stored TEXT, which is returned as it is."""
+    written before it stored TEXT, which is returned as it is. A BLOB that does not inflate is a
+    corrupt crawl directory: :class:`~skitter.errors.CrawlDirError` (one line from the CLI)."""
     if value is None or isinstance(value, str):
         return value
-    return zlib.decompress(value).decode("utf-8", "surrogatepass")
+    try:
+        return zlib.decompress(value).decode("utf-8", "surrogatepass")
+    except (zlib.error, UnicodeDecodeError, TypeError) as exc:
+        raise CrawlDirError(f"crawl.db holds a corrupt page text ({type(exc).__name__}: {exc})") from None
