@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if (ROOT / "src").is_dir():
     sys.path.insert(0, str(ROOT / "src"))
 
+from docsection import write_section  # noqa: E402
 from skitter.demo.web import DemoConfig, DemoWeb  # noqa: E402
 from skitter.parse import parse_html, parse_with_main_text  # noqa: E402
 
@@ -125,15 +126,6 @@ def render(rows: list[dict], argv: str) -> str:
                  f"{r['ms_parse']:.2f} |")
     L += ["", END]
     return "\n".join(L)
-
-
-def write_section(path: Path, section: str) -> None:
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if START in text and END in text:
-        text = text[:text.index(START)] + section + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text, encoding="utf-8")
 
 
 def main() -> None:

@@ -40,6 +40,7 @@ if (ROOT / "src").is_dir():
 import numpy as np  # noqa: E402
 import xxhash  # noqa: E402
 
+from docsection import write_section  # noqa: E402
 from skitter import dedup  # noqa: E402
 from skitter.dedup import NearDupIndex, main_text, normalise, winnow  # noqa: E402
 from skitter.demo.web import DemoConfig, DemoWeb  # noqa: E402
@@ -286,18 +287,6 @@ def section(args, cfg, n_docs, n_truth, sk, ds, sw, elapsed) -> str:
     L += ["", "Reproduce: `.venv/bin/pip install datasketch && .venv/bin/python bench/neardup_bench.py`.",
           END]
     return "\n".join(L) + "\n"
-
-
-def write_section(path: Path, text: str) -> None:
-    old = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    if START in old and END in old:
-        a = old.index(START)
-        b = old.index(END) + len(END)
-        rest = old[b:]
-        new = old[:a] + text.rstrip("\n") + (rest if rest.startswith("\n") else "\n" + rest)
-    else:
-        new = old.rstrip("\n") + "\n\n" + text
-    path.write_text(new, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

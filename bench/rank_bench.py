@@ -20,7 +20,6 @@ import json
 import multiprocessing as mp
 import os
 import platform
-import re
 import resource
 import subprocess
 import sys
@@ -28,6 +27,8 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
+
+from docsection import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -175,15 +176,6 @@ def section(args, base, csr, pr, hits, db, seconds: float) -> str:
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
-    doc = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
-    if START in doc and END in doc:
-        doc = re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: text, doc, flags=re.S)
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + text + "\n"
-    DOC.write_text(doc)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nodes", type=int, default=1_000_000)
@@ -203,7 +195,7 @@ def main() -> None:
     text = section(args, base, csr, pr, hits, db, time.perf_counter() - t0)
     print(text)
     if not args.no_write:
-        write_section(text)
+        write_section(DOC, text)
         print(f"section written to {DOC}", file=sys.stderr)
 
 

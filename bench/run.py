@@ -52,6 +52,7 @@ if (ROOT / "src").is_dir():
 
 import psutil  # noqa: E402
 
+import docsection  # noqa: E402
 from nginx import Nginx, ensure_nginx, free_port, loopback_ips, nginx_version  # noqa: E402
 
 CRAWLERS = ("skitter", "scrapy", "bare")
@@ -595,18 +596,11 @@ def render(ctx: dict) -> str:
 
 
 def write_doc(path: Path, section: str) -> None:
-    if path.exists():
-        text = path.read_text(encoding="utf-8")
-        if START in text and END in text:
-            i, j = text.index(START), text.index(END) + len(END)
-            text = text[:i] + section.rstrip("\n") + text[j:]
-        else:
-            text = text.rstrip("\n") + "\n\n" + section
-    else:
-        text = ("# Benchmarks\n\nMeasured on this project's machine kind (2 cores, 24 GiB). Each section is written "
-                "by its own script; re-running one replaces only its section.\n\n" + section)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("# Benchmarks\n\nMeasured on this project's machine kind (2 cores, 24 GiB). Each section is "
+                        "written by its own script; re-running one replaces only its section.\n", encoding="utf-8")
+    docsection.write_section(path, section)
 
 
 def plot(runs: list[dict], path: Path) -> None:

@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+import docsection
+
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 OUT = BENCH / "out"
@@ -51,14 +53,7 @@ def run_bench(extra: list[str], timeout: float) -> dict:
 
 
 def write_section(name: str, body: str) -> None:
-    start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
-    section = f"{start}\n{body.rstrip()}\n{end}"
-    text = DOC.read_text(encoding="utf-8")
-    if start in text and end in text:
-        text = text[:text.index(start)] + section + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.write_text(text, encoding="utf-8")
+    docsection.write_section(DOC, f"<!-- bench:{name}:start -->\n{body.rstrip()}\n<!-- bench:{name}:end -->")
 
 
 def fmt(x, nd=1) -> str:

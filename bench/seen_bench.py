@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import resource
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import docsection
 
 from skitter.frontier.local import LocalFrontier
 from skitter.frontier.politeness import Politeness
@@ -79,7 +80,6 @@ def run(n: int, hosts: int, batch: int) -> dict:
 
 def write_section(r: dict) -> None:
     doc = ROOT / "docs" / "benchmarks.md"
-    text = doc.read_text() if doc.exists() else "# Benchmarks\n"
     pts = ", ".join(f"{n / 1e6:.1f} M: {mb:.0f} MB" for n, mb in r["samples"][:: max(1, len(r["samples"]) // 8)])
     section = f"""<!-- bench:seen:start -->
 ## URL-seen memory (`bench/seen_bench.py`)
@@ -103,11 +103,7 @@ bounded by the frontier's memory cap (50,000 candidates + one per ready host) an
 set (2 × 100,000). False positives: none from a filter (the set is exact); a fingerprint collision
 has probability ≈ n²/2⁶⁵ (2.7 × 10⁻⁶ for 10 M URLs).
 <!-- bench:seen:end -->"""
-    if "<!-- bench:seen:start -->" in text:
-        text = re.sub(r"<!-- bench:seen:start -->.*?<!-- bench:seen:end -->", lambda m: section, text, flags=re.S)
-    else:
-        text = text.rstrip() + "\n\n" + section + "\n"
-    doc.write_text(text)
+    docsection.write_section(doc, section)
 
 
 def main() -> None:
