@@ -21,6 +21,7 @@ from skitter.demo.server import DemoServer
 from skitter.demo.web import DemoConfig
 from skitter.errors import CrawlDirError, QuerySyntaxError, UsageError
 from skitter.index import COLUMNS, IndexMissingError, Indexer, analyze
+from skitter.index import indexer as indexer_mod
 from skitter.index.indexer import stored_columns
 from skitter.search import Searcher
 from skitter.search.query import And, DateFilter, Near, Not, Or, Site, Term, Xor, unparse
@@ -204,6 +205,64 @@ def test_incremental_update_equals_rebuild(crawl, tmp_path):
     assert anchors_sorted(fts_rows(part)) == anchors_sorted(fts_rows(d))
     again = Indexer(part).update()
     assert again.indexed == 0 and again.anchors_refreshed == 0
+
+
+def test_anchors_are_the_first_links_by_rowid_in_any_batches(crawl, monkeypatch):
+    """The anchors table holds, for every link target, the anchor text of its first MAX_ANCHORS
+    links by rowid (self-links and empty anchors left out), whether the links are read in one
+    range or in many (a rebuild reads in batches, a crawl's updates in the ranges they find)."""
+    d, _, _ = crawl
+    monkeypatch.setattr(indexer_mod, "MAX_ANCHORS", 3)
+    crawl_conn = sqlite3.connect(d / "crawl.db")
+    links = crawl_conn.execute("SELECT dst, anchor FROM links WHERE src != dst AND anchor IS NOT NULL"
+                               " AND anchor != '' ORDER BY rowid").fetchall()
+    top = crawl_conn.execute("SELECT max(rowid) FROM links").fetchone()[0]
+    expected: dict[int, list[str]] = {}
+    for dst, anchor in links:
+        got = expected.setdefault(dst, [])
+        if len(got) < 3:
+            got.append(anchor)
+    assert max(map(len, expected.values())) == 3 and min(map(len, expected.values())) < 3
+    try:
+        for ranges, batch in (([(0, top)], 10**9), ([(0, top)], 7), ([(0, top // 3), (top // 3, top)], 50)):
+            idx = sqlite3.connect(":memory:")
+            idx.execute("CREATE TABLE anchors (dst INTEGER PRIMARY KEY, n INTEGER NOT NULL, text TEXT NOT NULL)")
+            counts = {}
+            for lo, hi in ranges:
+                counts.update(indexer_mod._ingest_anchors(crawl_conn, idx, lo, hi, batch=batch))
+            table = {dst: (n, text) for dst, n, text in idx.execute("SELECT dst, n, text FROM anchors")}
+            assert table == {dst: (len(a), " \n ".join(a)) for dst, a in expected.items()}
+            assert counts == {dst: len(a) for dst, a in expected.items()}
+            idx.close()
+    finally:
+        crawl_conn.close()
+
+
+def test_an_index_of_version_3_is_migrated(crawl, tmp_path):
+    """Version 3 read anchors through crawl.db's links.dst index: opening it for an update fills
+    the anchors table from the links it had seen, and the index is as a rebuild makes it."""
+    d, _, _ = crawl
+    work = tmp_path / "c"
+    work.mkdir()
+    shutil.copy(d / "crawl.db", work / "crawl.db")
+    Indexer(work).rebuild()
+    rebuilt = fts_rows(work)
+    idx = sqlite3.connect(work / "index.db")
+    table = idx.execute("SELECT dst, n, text FROM anchors ORDER BY dst").fetchall()
+    assert table
+    idx.execute("DROP TABLE anchors")
+    idx.execute("UPDATE meta SET value = '3' WHERE key = 'version'")
+    idx.commit()
+    idx.close()
+    with pytest.raises(IndexMissingError, match="skitter index"):   # readers do not migrate
+        Searcher(work)
+    stats = Indexer(work).update()
+    assert stats.indexed == 0 and stats.anchors_refreshed == 0
+    assert fts_rows(work) == rebuilt
+    idx = sqlite3.connect(work / "index.db")
+    assert idx.execute("SELECT dst, n, text FROM anchors ORDER BY dst").fetchall() == table
+    idx.close()
+    Searcher(work).close()
 
 
 def test_recrawled_page_is_replaced_or_removed(crawl, tmp_path):

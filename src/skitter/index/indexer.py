@@ -22,6 +22,11 @@ Schema of ``index.db``::
     vocab  fts5vocab(fts, row): stem -> documents, occurrences
     words  (word, stem, len, n): surface words (not stemmed) with their occurrence counts, for
            "did you mean" (suggestions are shown as words, not as stems)
+    anchors (dst PRIMARY KEY, n, text): the incoming anchor text of every link target, as read
+           from ``links`` (the first ``MAX_ANCHORS`` links by rowid, self-links and empty anchors
+           left out), raw. ``crawl.db`` has no index on ``links.dst``: at 18 links a page, its
+           random inserts were most of the crawl's database writes (docs/benchmarks.md), so the
+           indexer gathers the anchors here from the append-only table, in rowid ranges.
 
 What is indexed: every row of ``pages`` whose fetch is not ``noindex`` and not an exact duplicate
 (``fetches.duplicate_of`` is null). Near duplicates are indexed with ``family`` = the fingerprint
@@ -33,8 +38,9 @@ Incremental updates (:meth:`Indexer.update`), safe while a crawl runs and safe t
 number of processes at once (they serialise on ``index.db``'s write lock):
 
 1. anchors: links are an append-only table; ``meta.last_link`` is the highest ``links.rowid``
-   already seen. Indexed pages that are the ``dst`` of a newer link get their ``anchors`` column
-   recomputed (all incoming anchor text, self-links excluded, at most ``MAX_ANCHORS`` anchors).
+   already seen. Newer links are added to the ``anchors`` table, and indexed pages that are the
+   ``dst`` of one get their ``anchors`` column recomputed (all incoming anchor text, self-links
+   excluded, at most ``MAX_ANCHORS`` anchors).
 2. pages: ``meta.last_order`` is the highest ``fetches.fetch_order`` indexed. The crawl commits
    its writes in fetch order (one transaction holds every fetch up to a point), so "every fetch
    with a higher fetch_order" is exactly what is new. A page fetched again (a recrawl gives it a
@@ -67,7 +73,7 @@ from ..urls import fingerprint
 from . import analyze
 
 INDEX_NAME = "index.db"
-INDEX_VERSION = 3
+INDEX_VERSION = 4   # 4: the anchors table (an index of version 3 is migrated on open)
 COLUMNS = ("title", "meta", "headings", "url", "anchors", "body")
 MAX_ANCHORS = 500
 CHUNK = 500
@@ -96,6 +102,7 @@ CREATE TABLE IF NOT EXISTS words (
     word TEXT PRIMARY KEY, stem TEXT NOT NULL, len INTEGER NOT NULL, n INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS words_len ON words (len, n);
+CREATE TABLE IF NOT EXISTS anchors (dst INTEGER PRIMARY KEY, n INTEGER NOT NULL, text TEXT NOT NULL);
 """
 
 
@@ -212,7 +219,9 @@ class Indexer:
         if _get(idx, "version") is None:
             _set(idx, "version", INDEX_VERSION)
             _set(idx, "analyzer", _analyzer_id())
-        elif _get(idx, "version") != INDEX_VERSION or _get(idx, "analyzer") != _analyzer_id():
+        elif _get(idx, "version") == 3 and _get(idx, "analyzer") == _analyzer_id():
+            _migrate_3(crawl, idx)
+        if _get(idx, "version") != INDEX_VERSION or _get(idx, "analyzer") != _analyzer_id():
             idx.close()
             crawl.close()
             raise IndexMissingError(f"the search index in {self.crawl_dir} was built differently: "
@@ -231,7 +240,7 @@ class Indexer:
             idx = open_index(self.crawl_dir, readonly=False)
             try:
                 idx.execute("BEGIN IMMEDIATE")
-                for name in ("vocab", "fts", "docs", "words", "meta"):
+                for name in ("vocab", "fts", "docs", "words", "anchors", "meta"):
                     idx.execute(f"DROP TABLE IF EXISTS {name}")
                 idx.execute("COMMIT")
                 idx.execute("VACUUM")
@@ -299,38 +308,31 @@ class Indexer:
         try:
             last_link = _get(idx, "last_link", 0)
             pending = _get(idx, "anchors_pending", False)
-            empty = idx.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is None
             crawl.execute("BEGIN")
             try:
                 max_link = crawl.execute("SELECT coalesce(max(rowid), 0) FROM links").fetchone()[0]
-                targets: list[int] = []
-                if empty:
-                    pending = False
-                elif exact and (pending or max_link > last_link):
-                    counts = dict(crawl.execute(
-                        f"SELECT dst, min(count(*), {MAX_ANCHORS}) FROM links WHERE {_ANCHOR_LINK} GROUP BY dst"))
-                    targets = [fp for fp, n in idx.execute("SELECT fp, n_anchors FROM docs")
-                               if counts.get(fp, 0) != n]
-                    pending = False
-                elif max_link > last_link:
-                    dsts = [r[0] for r in crawl.execute(
-                        "SELECT DISTINCT dst FROM links WHERE rowid > ? AND rowid <= ?", (last_link, max_link))]
-                    old_n: dict[int, int] = {}
-                    for i in range(0, len(dsts), 500):
-                        part = dsts[i:i + 500]
-                        old_n.update(idx.execute(
-                            f"SELECT fp, n_anchors FROM docs WHERE fp IN ({','.join('?' * len(part))})", part))
-                    counts = _anchor_counts(crawl, sorted(old_n))
-                    for fp, n in old_n.items():
-                        c = counts.get(fp, 0)
+                counts = _ingest_anchors(crawl, idx, last_link, max_link)
+            finally:
+                crawl.execute("COMMIT")
+            targets: list[int] = []
+            if exact and (pending or counts):
+                targets = [fp for (fp,) in idx.execute(
+                    "SELECT d.fp FROM docs d LEFT JOIN anchors a ON a.dst = d.fp"
+                    " WHERE coalesce(a.n, 0) != d.n_anchors")]
+                pending = False
+            elif counts:
+                grown = sorted(counts)
+                for i in range(0, len(grown), 500):
+                    part = grown[i:i + 500]
+                    for fp, n in idx.execute(
+                            f"SELECT fp, n_anchors FROM docs WHERE fp IN ({','.join('?' * len(part))})", part):
+                        c = counts[fp]
                         if c >= max(1, 2 * n) and c != n:
                             targets.append(fp)
                         elif c != n:
                             pending = True
-                if targets:
-                    anchors = _anchor_texts(crawl, sorted(targets))
-            finally:
-                crawl.execute("COMMIT")
+            if targets:
+                anchors = _anchor_texts(idx, sorted(targets))
             if targets:
                 old = _stored_columns(idx, sorted(targets))
                 a = COLUMNS.index("anchors")
@@ -373,7 +375,7 @@ class Indexer:
                 gone: list[int] = []
                 surface: Counter[str] = Counter()
                 keep = [r for r in rows if r[8] is not None and not r[4] and not r[5]]
-                anchors = _anchor_texts(crawl, [r[0] for r in keep])
+                anchors = _anchor_texts(idx, [r[0] for r in keep])
                 for (fp, order, url, fetched_at, noindex, dup, near, pr, page_fp, title, desc, kw,
                      heads, text, last_mod) in rows:
                     if page_fp is None or noindex or dup:
@@ -510,29 +512,67 @@ def _fts_delete(idx: sqlite3.Connection, rows: dict[int, tuple[str, ...]]) -> No
 _ANCHOR_LINK = "src != dst AND anchor IS NOT NULL AND anchor != ''"
 
 
-def _anchor_texts(crawl: sqlite3.Connection, fps: list[int]) -> dict[int, tuple[str, int]]:
-    """{fp: (analysed anchor text, number of links used)} for the links to each of ``fps``
-    (self-links and empty anchors left out; the first MAX_ANCHORS links by rowid)."""
-    by_dst: dict[int, list[str]] = {}
-    for i in range(0, len(fps), 500):
-        part = fps[i:i + 500]
+def _ingest_anchors(crawl: sqlite3.Connection, idx: sqlite3.Connection, last_link: int,
+                    max_link: int, batch: int = 100_000) -> dict[int, int]:
+    """Add the anchors of the links with ``last_link < rowid <= max_link`` to the ``anchors``
+    table (in rowid order, up to ``MAX_ANCHORS`` a target), ``batch`` rowids at a time (a rebuild
+    of a large crawl never holds all its anchor text). Returns {dst: its anchor count now} of the
+    targets that gained anchors."""
+    counts: dict[int, int] = {}
+    lo = last_link
+    while lo < max_link:
+        hi = min(max_link, lo + batch)
+        new: dict[int, list[str]] = {}
         for dst, anchor in crawl.execute(
-                f"SELECT dst, anchor FROM links WHERE dst IN ({','.join('?' * len(part))}) AND {_ANCHOR_LINK}"
-                " ORDER BY dst, rowid", part):
-            lst = by_dst.setdefault(dst, [])
-            if len(lst) < MAX_ANCHORS:
-                lst.append(anchor)
-    return {dst: (" ".join(analyze.tokens(" \n ".join(lst))), len(lst)) for dst, lst in by_dst.items()}
+                f"SELECT dst, anchor FROM links WHERE rowid > ? AND rowid <= ? AND {_ANCHOR_LINK}"
+                " ORDER BY rowid", (lo, hi)):
+            new.setdefault(dst, []).append(anchor)
+        dsts = sorted(new)
+        have: dict[int, tuple[int, str]] = {}
+        for i in range(0, len(dsts), 500):
+            part = dsts[i:i + 500]
+            have.update((dst, (n, text)) for dst, n, text in idx.execute(
+                f"SELECT dst, n, text FROM anchors WHERE dst IN ({','.join('?' * len(part))})", part))
+        rows = []
+        for dst in dsts:
+            n, text = have.get(dst, (0, ""))
+            add = new[dst][:MAX_ANCHORS - n]
+            if add:
+                rows.append((dst, n + len(add), " \n ".join([text, *add] if n else add)))
+                counts[dst] = n + len(add)
+        idx.executemany("INSERT OR REPLACE INTO anchors (dst, n, text) VALUES (?, ?, ?)", rows)
+        lo = hi
+    return counts
 
 
-def _anchor_counts(crawl: sqlite3.Connection, fps: list[int]) -> dict[int, int]:
-    out: dict[int, int] = {}
+def _anchor_texts(idx: sqlite3.Connection, fps: list[int]) -> dict[int, tuple[str, int]]:
+    """{fp: (analysed anchor text, number of links used)} for those of ``fps`` that have anchors
+    (from the ``anchors`` table: the first MAX_ANCHORS links to each, by rowid)."""
+    out: dict[int, tuple[str, int]] = {}
     for i in range(0, len(fps), 500):
         part = fps[i:i + 500]
-        out.update(crawl.execute(
-            f"SELECT dst, min(count(*), {MAX_ANCHORS}) FROM links"
-            f" WHERE dst IN ({','.join('?' * len(part))}) AND {_ANCHOR_LINK} GROUP BY dst", part))
+        for dst, n, text in idx.execute(
+                f"SELECT dst, n, text FROM anchors WHERE dst IN ({','.join('?' * len(part))})", part):
+            out[dst] = (" ".join(analyze.tokens(text)), n)
     return out
+
+
+def _migrate_3(crawl: sqlite3.Connection, idx: sqlite3.Connection) -> None:
+    """An index of version 3 read anchors through crawl.db's index on ``links.dst``: gather the
+    anchors of the links it has seen into the ``anchors`` table (the docs are unchanged)."""
+    idx.execute("BEGIN IMMEDIATE")
+    try:
+        crawl.execute("BEGIN")
+        try:
+            _ingest_anchors(crawl, idx, 0, _get(idx, "last_link", 0))
+        finally:
+            crawl.execute("COMMIT")
+        _set(idx, "version", INDEX_VERSION)
+        idx.execute("COMMIT")
+    except BaseException:
+        if idx.in_transaction:
+            idx.execute("ROLLBACK")
+        raise
 
 
 def _get(conn: sqlite3.Connection, key: str, default=None):

@@ -11,7 +11,9 @@ Tables (schema version in ``meta``):
                 WARC records are.
 - ``pages``     the parsed text fields of HTML pages (for the index and the focused strategies);
                 ``text`` is deflated (:mod:`skitter.store.text`; TEXT in older crawl directories).
-- ``links``     the link graph with anchor text and the link attributes of seed 004.
+- ``links``     the link graph with anchor text and the link attributes of seed 004; indexed by
+                ``src`` only: an index on ``dst`` cost 18 random B-tree inserts a page, most of the
+                crawl's database writes (the search indexer reads anchors by rowid range instead).
 - ``contents``  the content-seen test: content hash -> first URL with that body.
 - ``near_sketches`` the near-duplicate index's sketches (seed 004 winnowing; skitter.dedup): one
                 row (page fingerprint, sketch as a BLOB) a page, rebuilt into memory on open.
@@ -101,7 +103,6 @@ CREATE TABLE IF NOT EXISTS links (
     nofollow INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS links_src ON links (src);
-CREATE INDEX IF NOT EXISTS links_dst ON links (dst);
 CREATE TABLE IF NOT EXISTS contents (hash TEXT PRIMARY KEY, url TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS near_fps (doc_id INTEGER NOT NULL, hash INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS near_sketches (doc_id INTEGER NOT NULL, sketch BLOB NOT NULL);
@@ -148,6 +149,7 @@ class CrawlDB:
         try:
             if not readonly:
                 self.conn.executescript(SCHEMA)
+                self.conn.execute("DROP INDEX IF EXISTS links_dst")   # earlier versions made one (see links above)
                 if self.get_meta("schema_version") is None:
                     self.set_meta("schema_version", SCHEMA_VERSION)
             version = self.get_meta("schema_version")
