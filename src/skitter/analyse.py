@@ -29,7 +29,8 @@ class Analysis:
     content_hash: str | None      # xxh3-128 of the decoded body (2xx only)
     page: Page | None             # parsed HTML (2xx HTML only)
     fingerprints: "np.ndarray | None" = None  # the smallest winnowing fingerprints of the main text
-    text: bytes | None = None     # the page's text as pages.text stores it (store.text.pack_text)
+    text: bytes | None = None     # the page's text as pages.text stores it (store.text.pack_text),
+    #                               or None when the crawl process packs it (``pack=False``)
 
 
 def is_html(result: FetchResult) -> bool:
@@ -40,11 +41,13 @@ def is_html(result: FetchResult) -> bool:
 
 
 def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe: int | None = 0,
-            keep_text: bool = True) -> Analysis:
+            keep_text: bool = True, pack: bool = True) -> Analysis:
     """``near_dup_probe``: how many of the page's smallest winnowing fingerprints the near-duplicate
-    test needs (``NearDupIndex.probe``; None: all of them, 0: the test is off). ``keep_text``:
-    whether the crawl process reads ``page.text`` (focused strategies do); if not, only the packed
-    text goes back (``Analysis.text``), a third of the bytes through the pipe."""
+    test needs (``NearDupIndex.probe``; None: all of them, 0: the test is off). ``pack``: deflate
+    the page's text here (``Analysis.text``); if not, the crawl process does (see
+    ``Crawler._analyse_opts``). ``keep_text``: whether the crawl process reads ``page.text``
+    (focused strategies do); if not and the text is packed, only the packed text goes back, a
+    third of the bytes through the pipe."""
     warc = encode_pair(result, target_uri=target_uri)
     status = result.status
     if status is None or not 200 <= status < 300:
@@ -64,6 +67,8 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe:
 
             page, main = parse_with_main_text(result.body, target_uri, result.header("content-type"), **kw)
             fps = winnow(main) if near_dup_probe is None else winnow_smallest(main, near_dup_probe)
+        if not pack:
+            return Analysis(warc, digest, page, fps)
         text = pack_text(page.text)
         if not keep_text:
             page.text = ""

@@ -45,6 +45,7 @@ from .analyse import Analysis, analyse, archive_only
 from .robots.cache import RobotsCache
 from .robots.rules import product_token
 from .store.db import CrawlDB
+from .store.text import pack_text
 from .store.warc import WarcWriter
 from .strategies import ParentContext, make_scorer
 from .urls import URLError, canonicalize, fingerprint, host_key, resolve
@@ -148,9 +149,12 @@ class Crawler:
         self.fetched_total = counts["fetched"]
         self.robots_token = product_token(c.user_agent)
         self.neardup = self._load_neardup(db) if c.near_duplicates != "off" else None
-        # what analyse needs besides the response: the same for every page of the crawl
+        # what analyse needs besides the response: the same for every page of the crawl. With one
+        # worker process, the crawl process deflates the page text itself (``pack``): the worker
+        # was the busier of the two (1.6 against 1.3 ms of CPU a page on the benchmark; about 6 %
+        # more pages/s with the 0.1 ms moved, docs/benchmarks.md); with more workers, they do it.
         self._analyse_opts = (self.robots_token, 0 if self.neardup is None else self.neardup.probe,
-                              getattr(self.scorer, "reads_text", True))
+                              getattr(self.scorer, "reads_text", True), c.worker_count() != 1)
         self.frontier.gate = self._gate
 
     def _load_neardup(self, db: CrawlDB) -> NearDupIndex:
@@ -454,7 +458,7 @@ class Crawler:
     def _store(self, cand: Candidate, record: dict, page: Page | None, result: FetchResult,
                text: bytes | None) -> None:
         """``text``: the page's text as ``pages.text`` stores it (``Analysis.text``, packed by the
-        worker along with ``page``)."""
+        worker along with ``page``), or None: then this process packs ``page.text``."""
         self.order += 1
         self.fetched_total += 1
         self.stats.fetched += 1
@@ -466,6 +470,8 @@ class Crawler:
         self._write_fetch(cand, record, order=self.order)
         if page is not None:
             fp = fingerprint(cand.url)
+            if text is None:
+                text = pack_text(page.text)
             conn = self.db.conn
             conn.execute(
                 "INSERT OR REPLACE INTO pages (fp, url, title, description, keywords, headings, text, lang, encoding,"

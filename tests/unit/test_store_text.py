@@ -3,6 +3,9 @@ back only to crawls whose strategy reads it."""
 
 from __future__ import annotations
 
+import sqlite3
+import subprocess
+import sys
 import time
 import zlib
 
@@ -11,8 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skitter.analyse import analyse
+from skitter.demo.server import DemoServer
+from skitter.demo.web import DemoConfig
 from skitter.errors import CrawlDirError
 from skitter.models import FetchResult
+from skitter.parse import parse_html
 from skitter.store.text import pack_text, page_text
 from skitter.strategies import make_scorer
 
@@ -48,3 +54,27 @@ def test_the_worker_sends_the_plain_text_only_when_the_strategy_reads_it() -> No
     assert page_text(kept.text) == page_text(dropped.text) == kept.page.text
     assert len(kept.text) < len(kept.page.text.encode()) / 4
     assert not make_scorer("bfs").reads_text and make_scorer("pdd").reads_text
+    unpacked = analyse(result, "http://a.test/", "skitter", 0, False, False)   # the crawl process packs
+    assert unpacked.text is None and unpacked.page.text == kept.page.text
+
+
+@pytest.mark.parametrize("workers", ["0", "1", "2"])
+def test_the_stored_text_is_the_same_whichever_process_packs_it(tmp_path, workers) -> None:
+    """With one worker process the crawl process packs the page text, with none it packs it
+    in analyse, with two the workers do: crawl.db holds the same text each way."""
+    with DemoServer(DemoConfig(hosts=2, pages=60, seed=5, crawl_delay=0)) as srv:
+        res = subprocess.run([sys.executable, "-m", "skitter", "crawl", *srv.web.seeds(), "-o", str(tmp_path / "c"),
+                              "--delay", "0", "--adaptive-delay", "0", "--max-crawl-delay", "0", "--quiet",
+                              "--workers", workers, "--index-interval", "-1"],
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        conn = sqlite3.connect(tmp_path / "c" / "crawl.db")
+        rows = conn.execute("SELECT url, text FROM pages").fetchall()
+        conn.close()
+        assert len(rows) > 20
+        for url, text in rows:
+            assert isinstance(text, bytes)
+            path = url.split("/", 3)[3]
+            served = srv.web.respond(url.rsplit("/" + path, 1)[0], "/" + path)
+            expected = parse_html(served.body, url, served.header("content-type")).text
+            assert page_text(text) == expected, url
