@@ -82,6 +82,14 @@ class TestDecodeBody:
         assert enc in ("cp932", "shift_jis", "shift_jisx0213", "shift_jis_2004")
         assert JAPANESE in text
 
+    @pytest.mark.parametrize("codec, words", [
+        ("koi8_r", "Привет мир, это проверка кодировки текста на русском языке."),
+        ("gbk", "这是一个用于测试编码检测的中文句子。"),
+    ])
+    def test_other_undeclared_encodings_are_detected(self, codec, words):
+        text, enc = decode_body(f"<html><body><p>{words}</p></body></html>".encode(codec) * 8, None)
+        assert words in text and enc != "utf-8"
+
     def test_undeclared_western_bytes_decode_as_cp1252(self):
         body = b"<p>Un caf\xe9 tr\xe8s \x93bon\x94, d\xe9j\xe0 vu et \xe0 bient\xf4t.</p>" * 5
         text, enc = decode_body(body, None)
