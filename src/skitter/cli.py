@@ -89,17 +89,19 @@ def run_crawl(directory: Path, config: CrawlConfig, *, quiet: bool = False, titl
         with Live(console=Console(stderr=True), refresh_per_second=4, transient=True) as live:
             crawler.on_progress = lambda c: live.update(_progress(c, title))
             _run(crawler.run())
+    interrupted = crawler.interrupted
+    del crawler   # its near-duplicate index and frontier: the summary's reads must not add to them
     if config.index_interval >= 0:
         from .index import update_index
 
         update_index(str(directory), True)  # the index equals a rebuild once the crawl stops
     summary = load_summary(directory)
-    summary["interrupted"] = crawler.interrupted
+    summary["interrupted"] = interrupted
     if not quiet:
         from rich.console import Console
 
         Console().print(render(summary))
-    if crawler.interrupted:
+    if interrupted:
         click.echo(f"interrupted: run the same command to resume the crawl in {directory}", err=True)
     return summary
 
