@@ -25,7 +25,7 @@ Schema of ``index.db``::
     anchors (dst PRIMARY KEY, n, text): the incoming anchor text of every link target, as read
            from ``links`` (the first ``MAX_ANCHORS`` links by rowid, self-links and empty anchors
            left out), raw. ``crawl.db`` has no index on ``links.dst``: at 18 links a page, its
-           random inserts were most of the crawl's database writes (docs/benchmarks.md), so the
+           random inserts were a fifth of the crawl's bytes written (docs/benchmarks.md), so the
            indexer gathers the anchors here from the append-only table, in rowid ranges.
 
 What is indexed: every row of ``pages`` whose fetch is not ``noindex`` and not an exact duplicate

@@ -12,8 +12,8 @@ Tables (schema version in ``meta``):
 - ``pages``     the parsed text fields of HTML pages (for the index and the focused strategies);
                 ``text`` is deflated (:mod:`skitter.store.text`; TEXT in older crawl directories).
 - ``links``     the link graph with anchor text and the link attributes of seed 004; indexed by
-                ``src`` only: an index on ``dst`` cost 18 random B-tree inserts a page, most of the
-                crawl's database writes (the search indexer reads anchors by rowid range instead).
+                ``src`` only: an index on ``dst`` cost 18 random B-tree inserts a page, a fifth of the
+                crawl's bytes written (the search indexer reads anchors by rowid range instead).
 - ``contents``  the content-seen test: content hash -> first URL with that body.
 - ``near_sketches`` the near-duplicate index's sketches (seed 004 winnowing; skitter.dedup): one
                 row (page fingerprint, sketch as a BLOB) a page, rebuilt into memory on open.
