@@ -73,7 +73,7 @@ from ..urls import fingerprint
 from . import analyze
 
 INDEX_NAME = "index.db"
-INDEX_VERSION = 4   # 4: the anchors table (an index of version 3 is migrated on open)
+INDEX_VERSION = 4   # 4: the anchors table (an index of version 3 is migrated by its next update)
 COLUMNS = ("title", "meta", "headings", "url", "anchors", "body")
 MAX_ANCHORS = 500
 CHUNK = 500
@@ -333,7 +333,6 @@ class Indexer:
                             pending = True
             if targets:
                 anchors = _anchor_texts(idx, sorted(targets))
-            if targets:
                 old = _stored_columns(idx, sorted(targets))
                 a = COLUMNS.index("anchors")
                 new = {}
@@ -536,7 +535,7 @@ def _ingest_anchors(crawl: sqlite3.Connection, idx: sqlite3.Connection, last_lin
         rows = []
         for dst in dsts:
             n, text = have.get(dst, (0, ""))
-            add = new[dst][:MAX_ANCHORS - n]
+            add = new[dst][:max(0, MAX_ANCHORS - n)]
             if add:
                 rows.append((dst, n + len(add), " \n ".join([text, *add] if n else add)))
                 counts[dst] = n + len(add)
