@@ -165,6 +165,34 @@ def test_a_corrupt_page_text_is_one_error_line(crawl, tmp_path):
     assert res.stderr.strip().splitlines() == [res.stderr.strip()] and "corrupt page text" in res.stderr
 
 
+def test_a_chunk_that_fails_is_rolled_back_and_the_next_update_redoes_it(crawl, tmp_path):
+    """Each chunk of pages is one transaction on index.db: a page that cannot be read (corrupt
+    text) in the third chunk leaves the first two indexed and nothing of the third; once the page
+    is readable again, an update gives what a rebuild gives."""
+    d, _, _ = crawl
+    shutil.copy(d / "crawl.db", tmp_path / "crawl.db")
+    conn = sqlite3.connect(tmp_path / "crawl.db")
+    fp, text = conn.execute(
+        "SELECT p.fp, p.text FROM pages p JOIN fetches f ON f.fp = p.fp WHERE f.noindex = 0"
+        " AND f.duplicate_of IS NULL ORDER BY f.fetch_order LIMIT 1 OFFSET 80").fetchone()
+    order = conn.execute("SELECT fetch_order FROM fetches WHERE fp = ?", (fp,)).fetchone()[0]
+    conn.execute("UPDATE pages SET text = ? WHERE fp = ?", (b"not deflate", fp))
+    conn.commit()
+    with pytest.raises(CrawlDirError, match="corrupt page text"):
+        Indexer(tmp_path, chunk=37).update()
+    idx = sqlite3.connect(tmp_path / "index.db")
+    last = json.loads(idx.execute("SELECT value FROM meta WHERE key = 'last_order'").fetchone()[0])
+    idx.close()
+    assert 0 < last < order                       # the chunks before the bad page committed
+    partial = fts_rows(tmp_path)                  # and the FTS postings match their documents
+    assert 0 < len(partial) and fp not in partial
+    conn.execute("UPDATE pages SET text = ? WHERE fp = ?", (text, fp))
+    conn.commit()
+    conn.close()
+    Indexer(tmp_path, chunk=37).update()
+    assert fts_rows(tmp_path) == fts_rows(d)
+
+
 def test_incremental_update_equals_rebuild(crawl, tmp_path):
     """Index a crawl cut at half its fetches, then the whole crawl with update(): same index as
     a rebuild (pages added, anchors of already indexed pages refreshed)."""

@@ -60,11 +60,12 @@ import sqlite3
 import time
 import zlib
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from ..errors import CrawlDirError, UsageError
 from ..store.db import DB_NAME, connect
@@ -304,16 +305,12 @@ class Indexer:
         """Recompute the anchors column of indexed pages that gained links (see the module doc:
         ``exact`` refreshes every page whose anchor count changed, else only those whose count
         at least doubled)."""
-        idx.execute("BEGIN IMMEDIATE")
-        try:
+        with _write_tx(idx):
             last_link = _get(idx, "last_link", 0)
             pending = _get(idx, "anchors_pending", False)
-            crawl.execute("BEGIN")
-            try:
+            with _snapshot(crawl):
                 max_link = crawl.execute("SELECT coalesce(max(rowid), 0) FROM links").fetchone()[0]
                 counts = _ingest_anchors(crawl, idx, last_link, max_link)
-            finally:
-                crawl.execute("COMMIT")
             targets: list[int] = []
             if exact and (pending or counts):
                 targets = [fp for (fp,) in idx.execute(
@@ -347,19 +344,12 @@ class Indexer:
                 stats.anchors_refreshed += len(new)
             _set(idx, "last_link", max_link)
             _set(idx, "anchors_pending", pending)
-            idx.execute("COMMIT")
-        except BaseException:
-            if idx.in_transaction:
-                idx.execute("ROLLBACK")
-            raise
 
     def _index_chunk(self, crawl: sqlite3.Connection, idx: sqlite3.Connection, stats: UpdateStats) -> bool:
         """Index the next chunk of fetches (in fetch order). False when there was nothing new."""
-        idx.execute("BEGIN IMMEDIATE")
-        try:
+        with _write_tx(idx):
             last = _get(idx, "last_order", 0)
-            crawl.execute("BEGIN")
-            try:
+            with _snapshot(crawl):
                 rows = crawl.execute(
                     "SELECT f.fp, f.fetch_order, f.url, f.fetched_at, f.noindex, f.duplicate_of,"
                     " f.near_duplicate_of, f.pagerank, p.fp, p.title, p.description, p.keywords,"
@@ -367,7 +357,6 @@ class Indexer:
                     " FROM fetches f LEFT JOIN pages p ON p.fp = f.fp"
                     " WHERE f.fetch_order > ? ORDER BY f.fetch_order LIMIT ?", (last, self.chunk)).fetchall()
                 if not rows:
-                    idx.execute("COMMIT")
                     return False
                 docs: list[tuple] = []
                 texts: dict[int, tuple] = {}
@@ -395,8 +384,6 @@ class Indexer:
                     a_text, a_n = anchors.get(fp, ("", 0))
                     texts[fp] = (cols[0], cols[1], cols[2], url_text, a_text, cols[3])
                     docs[-1] += (_pack(texts[fp]), a_n)
-            finally:
-                crawl.execute("COMMIT")
             # a page fetched again (recrawl) replaces what was there, or leaves the index
             touched = gone + [d[0] for d in docs]
             present = _stored_columns(idx, touched)
@@ -416,19 +403,13 @@ class Indexer:
             stats.indexed += len(docs)
             _set(idx, "n_docs", _get(idx, "n_docs", 0) + len(docs) - len(present))
             _set(idx, "last_order", rows[-1][1])
-            idx.execute("COMMIT")
             return True
-        except BaseException:
-            if idx.in_transaction:
-                idx.execute("ROLLBACK")
-            raise
 
     def _refresh_marks(self, crawl: sqlite3.Connection, idx: sqlite3.Connection, stats: UpdateStats) -> None:
         """PageRank and near-duplicate families, when the crawl's columns changed."""
         sig = list(crawl.execute("SELECT count(pagerank), total(pagerank), max(pagerank),"
                                  " count(near_duplicate_of) FROM fetches").fetchone())
-        idx.execute("BEGIN IMMEDIATE")
-        try:
+        with _write_tx(idx):
             if _get(idx, "marks_sig") != sig:
                 rows = crawl.execute("SELECT fp, pagerank, near_duplicate_of FROM fetches"
                                      " WHERE pagerank IS NOT NULL OR near_duplicate_of IS NOT NULL").fetchall()
@@ -440,11 +421,6 @@ class Indexer:
                 _set(idx, "max_pagerank", max_pr)
                 _set(idx, "marks_sig", sig)
                 stats.marks_refreshed = True
-            idx.execute("COMMIT")
-        except BaseException:
-            if idx.in_transaction:
-                idx.execute("ROLLBACK")
-            raise
 
 
 def update_index(crawl_dir: str | Path, exact_anchors: bool = False) -> dict:
@@ -559,19 +535,33 @@ def _anchor_texts(idx: sqlite3.Connection, fps: list[int]) -> dict[int, tuple[st
 def _migrate_3(crawl: sqlite3.Connection, idx: sqlite3.Connection) -> None:
     """An index of version 3 read anchors through crawl.db's index on ``links.dst``: gather the
     anchors of the links it has seen into the ``anchors`` table (the docs are unchanged)."""
+    with _write_tx(idx), _snapshot(crawl):
+        _ingest_anchors(crawl, idx, 0, _get(idx, "last_link", 0))
+        _set(idx, "version", INDEX_VERSION)
+
+
+@contextmanager
+def _write_tx(idx: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction on index.db: committed when the block ends (a ``return`` included),
+    rolled back if it raises."""
     idx.execute("BEGIN IMMEDIATE")
     try:
-        crawl.execute("BEGIN")
-        try:
-            _ingest_anchors(crawl, idx, 0, _get(idx, "last_link", 0))
-        finally:
-            crawl.execute("COMMIT")
-        _set(idx, "version", INDEX_VERSION)
+        yield
         idx.execute("COMMIT")
     except BaseException:
         if idx.in_transaction:
             idx.execute("ROLLBACK")
         raise
+
+
+@contextmanager
+def _snapshot(crawl: sqlite3.Connection) -> Iterator[None]:
+    """A read transaction on crawl.db: one consistent view of it for the block."""
+    crawl.execute("BEGIN")
+    try:
+        yield
+    finally:
+        crawl.execute("COMMIT")
 
 
 def _get(conn: sqlite3.Connection, key: str, default=None):
