@@ -188,6 +188,10 @@ def render(fig: dict, command: str, minutes: float) -> str:
             m = qual[key]
             lines.append(f"| {name} | {m['precision']:.3f} | {m['recall']:.3f} | {m['P@10']:.3f} | "
                          f"{m['AP']:.3f} | {m['nDCG@10']:.3f} |")
+        lines += ["", "(`skitter eval` ranks at most 1,000 results per query, so where a demo topic has "
+                  "more relevant pages than that (about 10,000 each at 100,000 pages) recall and MAP are "
+                  "capped near 1,000 / relevant; the evaluation at a size where the cap does not bind is "
+                  "in `tests/eval/test_search_eval.py` and docs/search.md.)"]
     lines += ["", END]
     return "\n".join(lines)
 
