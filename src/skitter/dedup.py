@@ -55,12 +55,15 @@ copy of a large one on two or three shared hashes). A sketch hash held by more t
 (5,000) stored pages is left out of the lookups: boilerplate that main-content extraction missed.
 
 Memory: 12·S + 20 = 788 bytes per indexed page (S postings of a hash and a document index, 8 + 4
-bytes; per document an id, τ and the sketch length), plus the slack of growing arrays in the
+bytes; per document an id, τ and the sketch length), plus at most half a byte a posting for the
+bucket directories of large runs (at most 820 bytes a page), plus the slack of growing arrays in the
 newest generation, whatever the page's length. ``window`` bounds it: the crawl keeps the last
 50,000 indexed pages by default (``--near-dup-window``, about 40 MB), so memory stays flat on long
-crawls. A query costs one binary search per hash of the new page in each sorted run (O(log n)
-runs per generation, one per sealed generation); estimates are computed only for the stored pages
-that share enough sampled hashes (~0.2 per query on the demo web).
+crawls. A query looks each of the new page's smallest hashes up in each sorted run (O(log n) runs
+per generation, one per sealed generation): in a run of 32,768 postings or more through a bucket
+directory (two or three cache lines a hash), in a smaller one by binary search; estimates are
+computed only for the stored pages that share enough sampled hashes (~0.2 per query on the demo
+web).
 """
 
 from __future__ import annotations
@@ -420,16 +423,90 @@ class _Grow:
 # looks up every run: 8 keeps fewer of them than doubling did (4 instead of 5 at 7,500 documents,
 # queries ~15 % faster) at the same cost per insertion
 _MERGE = 8
+# a run of at least this many postings gets a bucket directory (see _Run); a smaller one is searched
+# by bisection, which stays in the CPU's caches at this size (256 KB of keys)
+_DIRECTORY_MIN = 1 << 15
+_BUCKET = 8            # postings per directory bucket, on average: 8 to 16 (half a byte a posting)
 
 
-def _merge(older: tuple[np.ndarray, np.ndarray], newer: tuple[np.ndarray, np.ndarray]
-           ) -> tuple[np.ndarray, np.ndarray]:
+def _expand(lo: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """The positions ``lo[i] .. lo[i] + lens[i] - 1`` of every range, concatenated."""
+    ends = np.cumsum(lens)
+    return np.arange(int(ends[-1]) if ends.size else 0) + np.repeat(lo - (ends - lens), lens)
+
+
+class _Run:
+    """Postings sorted by *scrambled* hash (hash × an odd constant, mod 2⁶⁴, a bijection), with the
+    document index of each (uint32), older documents first among equal hashes.
+
+    Why scrambled: sketch hashes are the smallest of each page, so they crowd the bottom of hash
+    space; scrambled, they are uniform, and a run of n postings can have a directory of the
+    ~n/8 buckets of its top bits (``starts[b]``: the first posting of bucket b). A lookup then reads
+    its bucket's offsets and ~8-16 keys: two or three cache lines, where a binary search in a
+    run of a million keys (8 MB) misses the caches on most of its 20 steps: the index is cold
+    between two pages of a crawl. Replayed on a benchmark crawl's 19,649 sketches with the caches
+    flushed between queries, a query took 119-151 µs before and 110-124 µs with directories
+    (docs/benchmarks.md, stop 12)."""
+
+    __slots__ = ("keys", "docs", "starts", "shift")
+
+    def __init__(self, keys: np.ndarray, docs: np.ndarray) -> None:
+        self.keys = keys
+        self.docs = docs
+        self.starts: np.ndarray | None = None
+        self.shift = np.uint64(64)
+        if keys.size >= _DIRECTORY_MIN:
+            bits = (keys.size // _BUCKET).bit_length() - 1
+            self.shift = np.uint64(64 - bits)
+            starts = np.zeros((1 << bits) + 1, dtype=np.uint32)
+            np.cumsum(np.bincount((keys >> self.shift).astype(np.intp), minlength=1 << bits),
+                      out=starts[1:])
+            self.starts = starts
+
+    @property
+    def nbytes(self) -> int:
+        return self.keys.nbytes + self.docs.nbytes + (0 if self.starts is None else self.starts.nbytes)
+
+    def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The postings of ``keys`` (scrambled hashes): their positions, and the key of each."""
+        run = self.keys
+        if self.starts is None:
+            lo = np.searchsorted(run, keys, "left")
+            hit = run[np.minimum(lo, run.size - 1)] == keys
+            if not hit.any():
+                return _NO_POS, _EMPTY
+            lo, keys = lo[hit], keys[hit]
+            lens = np.searchsorted(run, keys, "right") - lo
+            if lens.size == int(lens.sum()):       # one posting per hash: the common case
+                return lo, keys
+            return _expand(lo, lens), np.repeat(keys, lens)
+        bucket = (keys >> self.shift).astype(np.intp)
+        lo = self.starts[bucket].astype(np.intp)
+        lens = self.starts[bucket + 1] - lo
+        pos = _expand(lo, lens)
+        want = np.repeat(keys, lens)
+        hit = run[pos] == want
+        return pos[hit], want[hit]
+
+
+_NO_POS = np.empty(0, dtype=np.intp)
+
+
+def _scramble(h: np.ndarray) -> np.ndarray:
+    return h * _BASE
+
+
+def _unscramble(h: np.ndarray) -> np.ndarray:
+    return h * _BASE_INV
+
+
+def _merge(older: _Run, newer: _Run) -> _Run:
     """Two sorted runs as one, the older run's postings first among equal hashes (a stable merge):
     each of the newer run's postings goes where a binary search in the older one puts it. Linear,
     and without the index arrays of a sort of both (16 bytes a posting: the peak memory of a merge
     of the largest runs)."""
-    k1, d1 = older
-    k2, d2 = newer
+    k1, d1 = older.keys, older.docs
+    k2, d2 = newer.keys, newer.docs
     at = np.searchsorted(k1, k2, "right")
     at += np.arange(k2.size, dtype=at.dtype)
     old = np.ones(k1.size + k2.size, dtype=bool)
@@ -440,7 +517,7 @@ def _merge(older: tuple[np.ndarray, np.ndarray], newer: tuple[np.ndarray, np.nda
     keys[old] = k1
     docs[at] = d2
     docs[old] = d1
-    return keys, docs
+    return _Run(keys, docs)
 
 
 class _Generation:
@@ -454,7 +531,7 @@ class _Generation:
         self.ids = _Grow(np.int64)
         self.tau = _Grow(_U64)
         self.n = _Grow(np.int32)
-        self.runs: list[tuple[np.ndarray, np.ndarray]] = []   # (sorted hashes, document indexes)
+        self.runs: list[_Run] = []
 
     def __len__(self) -> int:
         return self.ids.n
@@ -465,8 +542,8 @@ class _Generation:
         self.tau.extend(sk[-1:])
         self.n.extend(np.array([sk.size], dtype=np.int32))
         runs = self.runs
-        runs.append((sk.copy(), np.full(sk.size, i, dtype=np.uint32)))
-        while len(runs) > 1 and runs[-2][0].size <= _MERGE * runs[-1][0].size:
+        runs.append(_Run(np.sort(_scramble(sk)), np.full(sk.size, i, dtype=np.uint32)))
+        while len(runs) > 1 and runs[-2].keys.size <= _MERGE * runs[-1].keys.size:
             newer = runs.pop()
             runs.append(_merge(runs.pop(), newer))
 
@@ -482,8 +559,8 @@ class _Generation:
         """(doc id, sketch) of every document, rebuilt from the postings."""
         if not self.runs:
             return []
-        keys = np.concatenate([k for k, _ in self.runs])
-        docs = np.concatenate([d for _, d in self.runs])
+        keys = _unscramble(np.concatenate([r.keys for r in self.runs]))
+        docs = np.concatenate([r.docs for r in self.runs])
         order = np.lexsort((keys, docs))
         keys, docs = keys[order], docs[order]
         cut = np.flatnonzero(np.diff(docs)) + 1
@@ -493,8 +570,7 @@ class _Generation:
 
     @property
     def nbytes(self) -> int:
-        return (self.ids.nbytes + self.tau.nbytes + self.n.nbytes
-                + sum(k.nbytes + d.nbytes for k, d in self.runs))
+        return self.ids.nbytes + self.tau.nbytes + self.n.nbytes + sum(r.nbytes for r in self.runs)
 
 
 def _record(doc_id: int, sketch: np.ndarray) -> tuple[int, bytes]:
@@ -670,19 +746,15 @@ class NearDupIndex:
         # S / n_a): the first ceil(S / need) + 1 hashes find every page that can qualify, with
         # exactly the hits a lookup of all of them would count.
         size = _probe_size(self.sketch, need)
-        probe = a if size is None else a[:size]
-        found = []                                  # (generation, run, hashes found, first, end)
+        probe = _scramble(a if size is None else a[:size])
+        found = []                                  # (generation, run, posting positions, their hashes)
         postings = 0
         for g, gen in enumerate(self._gens):
-            for keys, docs in gen.runs:
-                lo = np.searchsorted(keys, probe, "left")
-                hit = keys[np.minimum(lo, keys.size - 1)] == probe
-                if not hit.any():
-                    continue
-                lo, ah = lo[hit], probe[hit]
-                hi = np.searchsorted(keys, ah, "right")
-                found.append((g, docs, ah, lo, hi))
-                postings += int((hi - lo).sum())
+            for run in gen.runs:
+                pos, hs = run.lookup(probe)
+                if pos.size:
+                    found.append((g, run, pos, hs))
+                    postings += pos.size
         # a page qualifies only on at least min_sample * need shared sampled hashes (resemblance
         # needs a union, containment an n_a, of min_sample): with fewer postings found in all,
         # none can (most queries stop here; last_candidates is then the postings, an upper bound)
@@ -691,25 +763,15 @@ class NearDupIndex:
             self.last_candidates = postings
             return []
         if self.max_df < postings:                  # a hash in too many documents is boilerplate
-            allh = np.concatenate([f[2] for f in found])
-            alld = np.concatenate([f[4] - f[3] for f in found])
-            uh, inv = np.unique(allh, return_inverse=True)
-            total_df = np.bincount(inv, weights=alld, minlength=uh.size)
-            common = uh[total_df > self.max_df]
+            uh, df = np.unique(np.concatenate([f[3] for f in found]), return_counts=True)
+            common = uh[df > self.max_df]
             if common.size:
-                found = [(g, docs, ah[keep], lo[keep], hi[keep]) for g, docs, ah, lo, hi in found
-                         for keep in [~np.isin(ah, common)]]
+                found = [(g, run, pos[keep], hs[keep]) for g, run, pos, hs in found
+                         for keep in [~np.isin(hs, common)]]
         per_gen: dict[int, list[np.ndarray]] = defaultdict(list)
-        for g, docs, _, lo, hi in found:
-            lens = hi - lo
-            total = int(lens.sum())
-            if total == 0:
-                continue
-            if total == lens.size:                  # one posting per hash: the common case
-                idx = lo
-            else:
-                idx = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(lo, lens)
-            per_gen[g].append(docs[idx])
+        for g, run, pos, _ in found:
+            if pos.size:
+                per_gen[g].append(run.docs[pos])
         out_ids, out_res, out_con = [], [], []
         for g, parts in per_gen.items():
             gen = self._gens[g]

@@ -498,14 +498,81 @@ def test_kgram_hashes_of_a_text_longer_than_the_kept_power_tables() -> None:
 @FAST
 @given(st.lists(st.integers(0, 40), max_size=60), st.lists(st.integers(0, 40), max_size=60))
 def test_merging_two_runs_is_a_stable_sort_of_both(a: list[int], b: list[int]) -> None:
-    from skitter.dedup import _merge
+    from skitter.dedup import _merge, _Run
     k1, k2 = np.sort(np.array(a, dtype=np.uint64)), np.sort(np.array(b, dtype=np.uint64))
     d1, d2 = np.arange(k1.size, dtype=np.uint32), np.arange(k2.size, dtype=np.uint32) + 1000
-    keys, docs = _merge((k1, d1), (k2, d2))
+    merged = _merge(_Run(k1, d1), _Run(k2, d2))
+    keys, docs = merged.keys, merged.docs
     both = np.concatenate((k1, k2))
     order = np.argsort(both, kind="stable")
     assert keys.tolist() == both[order].tolist()
     assert docs.tolist() == np.concatenate((d1, d2))[order].tolist()
+
+
+@FAST
+@given(st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 60), min_size=1, max_size=300),
+       st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 60), max_size=80),
+       st.integers(0, 6))
+def test_a_runs_bucket_directory_finds_what_bisection_finds(stored: list[int], wanted: list[int],
+                                                            bits: int) -> None:
+    from skitter.dedup import _Run
+    keys = np.sort(np.array(stored, dtype=np.uint64))
+    docs = np.arange(keys.size, dtype=np.uint32)
+    plain = _Run(keys, docs)
+    assert plain.starts is None                      # a small run: bisection
+    bucketed = _Run(keys, docs)                      # the same run with a 2**bits-bucket directory
+    bucketed.shift = np.uint64(64 - bits)
+    bucketed.starts = np.zeros((1 << bits) + 1, dtype=np.uint32)
+    np.cumsum(np.bincount((keys >> bucketed.shift).astype(np.intp), minlength=1 << bits),
+              out=bucketed.starts[1:])
+    probe = np.array(wanted + stored[:20], dtype=np.uint64)
+    want = sorted((k, int(p)) for k in probe.tolist() for p in np.flatnonzero(keys == k).tolist())
+    for run in (plain, bucketed):
+        pos, hs = run.lookup(probe)
+        assert sorted(zip(hs.tolist(), pos.tolist())) == want
+
+
+def test_a_large_run_gets_a_directory_of_8_to_16_postings_a_bucket() -> None:
+    from skitter.dedup import _DIRECTORY_MIN, _Run
+    rng = np.random.default_rng(7)
+    for n in (_DIRECTORY_MIN - 1, _DIRECTORY_MIN, 3 * _DIRECTORY_MIN + 5):
+        keys = np.sort(rng.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2))
+        run = _Run(keys, np.zeros(n, dtype=np.uint32))
+        if n < _DIRECTORY_MIN:
+            assert run.starts is None
+            continue
+        buckets = run.starts.size - 1
+        assert 8 <= n / buckets < 16 and run.starts[-1] == n
+        assert run.starts.nbytes <= n // 2 + 8      # half a byte a posting
+        pos, hs = run.lookup(keys[::997])
+        assert hs.tolist() == keys[::997].tolist() and keys[pos].tolist() == hs.tolist()
+
+
+def test_the_index_answers_the_same_with_bucket_directories(monkeypatch) -> None:
+    """Queries over runs large enough for a directory give what bisection gives: sketches that
+    share hashes (many postings per hash), boilerplate hashes over max_df, two generations."""
+    import skitter.dedup as d
+    rng = np.random.default_rng(11)
+    common = rng.integers(0, 2**64 - 1, 40, dtype=np.uint64, endpoint=True)
+    docs = []
+    for i in range(600):
+        own = rng.integers(0, 2**64 - 1, 400, dtype=np.uint64, endpoint=True)
+        if i > 10 and i % 3 == 0:                        # a near-copy of an earlier document
+            own = np.concatenate((docs[i // 2][:380], own[:20]))
+        docs.append(np.concatenate((own, common[: i % 40])))
+    answers = []
+    for minimum in (1 << 40, 64):
+        monkeypatch.setattr(d, "_DIRECTORY_MIN", minimum)
+        index = NearDupIndex(max_df=100, window=400)
+        got = []
+        for i, fps in enumerate(docs):
+            got.append(index.query(fps))
+            index.add(i, fps)
+        runs = [r for g in index._gens for r in g.runs]
+        assert any(r.starts is not None for r in runs) == (minimum == 64)
+        answers.append(got)
+    assert answers[0] == answers[1]
+    assert sum(1 for g in answers[0] if g) > 100         # the test does exercise matches
 
 
 def test_the_early_exit_never_drops_a_match_at_any_threshold() -> None:
