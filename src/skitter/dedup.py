@@ -458,9 +458,11 @@ class _Run:
         if keys.size >= _DIRECTORY_MIN:
             bits = (keys.size // _BUCKET).bit_length() - 1
             self.shift = np.uint64(64 - bits)
-            starts = np.zeros((1 << bits) + 1, dtype=np.uint32)
-            np.cumsum(np.bincount((keys >> self.shift).astype(np.intp), minlength=1 << bits),
-                      out=starts[1:])
+            # the first posting of each bucket: a search for the bucket's lowest key (2 bytes a
+            # posting of scratch; the bucket numbers of every key would take 8, at each merge)
+            starts = np.empty((1 << bits) + 1, dtype=np.uint32)
+            starts[:-1] = np.searchsorted(keys, np.arange(1 << bits, dtype=_U64) << self.shift)
+            starts[-1] = keys.size
             self.starts = starts
 
     @property
