@@ -445,8 +445,8 @@ class _Run:
     its bucket's offsets and ~8-16 keys: two or three cache lines, where a binary search in a
     run of a million keys (8 MB) misses the caches on most of its 20 steps: the index is cold
     between two pages of a crawl. Replayed on a benchmark crawl's 19,649 sketches with the caches
-    flushed between queries, a query took 119-151 µs before and 110-124 µs with directories
-    (docs/benchmarks.md, stop 12)."""
+    flushed between queries, a query took 119-188 µs before and 110-170 µs with directories; where
+    the index is small and stays in the caches, directories cost ~10 % (docs/benchmarks.md, stop 12)."""
 
     __slots__ = ("keys", "docs", "starts", "shift")
 
