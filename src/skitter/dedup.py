@@ -456,14 +456,17 @@ class _Run:
         self.starts: np.ndarray | None = None
         self.shift = np.uint64(64)
         if keys.size >= _DIRECTORY_MIN:
-            bits = (keys.size // _BUCKET).bit_length() - 1
-            self.shift = np.uint64(64 - bits)
-            # the first posting of each bucket: a search for the bucket's lowest key (2 bytes a
-            # posting of scratch; the bucket numbers of every key would take 8, at each merge)
-            starts = np.empty((1 << bits) + 1, dtype=np.uint32)
-            starts[:-1] = np.searchsorted(keys, np.arange(1 << bits, dtype=_U64) << self.shift)
-            starts[-1] = keys.size
-            self.starts = starts
+            self.build_directory((keys.size // _BUCKET).bit_length() - 1)
+
+    def build_directory(self, bits: int) -> None:
+        """A directory of the 2**bits buckets of the keys' top ``bits`` bits."""
+        self.shift = np.uint64(64 - bits)
+        # the first posting of each bucket: a search for the bucket's lowest key (2 bytes a
+        # posting of scratch; the bucket numbers of every key would take 8, at each merge)
+        starts = np.empty((1 << bits) + 1, dtype=np.uint32)
+        starts[:-1] = np.searchsorted(self.keys, np.arange(1 << bits, dtype=_U64) << self.shift)
+        starts[-1] = self.keys.size
+        self.starts = starts
 
     @property
     def nbytes(self) -> int:

@@ -521,10 +521,9 @@ def test_a_runs_bucket_directory_finds_what_bisection_finds(stored: list[int], w
     plain = _Run(keys, docs)
     assert plain.starts is None                      # a small run: bisection
     bucketed = _Run(keys, docs)                      # the same run with a 2**bits-bucket directory
-    bucketed.shift = np.uint64(64 - bits)
-    bucketed.starts = np.zeros((1 << bits) + 1, dtype=np.uint32)
-    np.cumsum(np.bincount((keys >> bucketed.shift).astype(np.intp), minlength=1 << bits),
-              out=bucketed.starts[1:])
+    bucketed.build_directory(bits)
+    assert bucketed.starts.tolist() == np.cumsum(
+        [0] + np.bincount((keys >> np.uint64(64 - bits)).astype(np.intp), minlength=1 << bits).tolist()).tolist()
     probe = np.array(wanted + stored[:20], dtype=np.uint64)
     want = sorted((k, int(p)) for k in probe.tolist() for p in np.flatnonzero(keys == k).tolist())
     for run in (plain, bucketed):
