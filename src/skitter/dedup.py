@@ -429,6 +429,9 @@ _DIRECTORY_MIN = 1 << 15
 _BUCKET = 8            # postings per directory bucket, on average: 8 to 16 (half a byte a posting)
 
 
+_NO_POS = np.empty(0, dtype=np.intp)
+
+
 def _expand(lo: np.ndarray, lens: np.ndarray) -> np.ndarray:
     """The positions ``lo[i] .. lo[i] + lens[i] - 1`` of every range, concatenated."""
     ends = np.cumsum(lens)
@@ -453,8 +456,7 @@ class _Run:
     def __init__(self, keys: np.ndarray, docs: np.ndarray) -> None:
         self.keys = keys
         self.docs = docs
-        self.starts: np.ndarray | None = None
-        self.shift = np.uint64(64)
+        self.starts: np.ndarray | None = None     # None: searched by bisection (shift unused)
         if keys.size >= _DIRECTORY_MIN:
             self.build_directory((keys.size // _BUCKET).bit_length() - 1)
 
@@ -492,9 +494,6 @@ class _Run:
         want = np.repeat(keys, lens)
         hit = run[pos] == want
         return pos[hit], want[hit]
-
-
-_NO_POS = np.empty(0, dtype=np.intp)
 
 
 def _scramble(h: np.ndarray) -> np.ndarray:
