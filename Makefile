@@ -6,7 +6,8 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test venv clean bench
 
-$(STAMP): pyproject.toml
+# setup.py builds the compiled module skitter._speedups (Cython, optional: README "Compiled code")
+$(STAMP): pyproject.toml setup.py src/skitter/_speedups.pyx
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
@@ -32,4 +33,4 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) build src/*.egg-info src/skitter/_speedups.c src/skitter/_speedups.*.so

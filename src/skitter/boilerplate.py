@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["is_boilerplate", "flagged_ids", "depth_below_body", "CONTAINER_TAGS", "ATTRIBUTE_QUERY"]
+__all__ = ["is_boilerplate", "flagged_ids", "depth_below_body", "CONTAINER_TAGS", "ATTRIBUTE_QUERY",
+           "LANDMARKS"]
 
 # Class and id words, matched as whole words of the attribute (separated by white space, "-" or "_").
 _NAV = re.compile(r"(?:^|[\s_-])(?:nav|navbar|navigation|menu|menu[_-]item|breadcrumbs?)(?:$|\s)")
@@ -55,7 +56,10 @@ CONTAINER_TAGS = "div section ul ol nav header footer aside form table"
 #: Other elements a rule applies to only through one of these attributes: found by one CSS query.
 ATTRIBUTE_QUERY = "[role], [aria-hidden], [hidden], [style], a[class*=skip]"
 
-_LANDMARKS = frozenset({"nav", "ul", "aside", "header", "footer"})
+#: Landmark elements: boilerplate near the top of ``<body>``, even without a class or id. A container
+#: (``CONTAINER_TAGS``) that has no attributes and is not one of these is never boilerplate (the
+#: compiled walk, ``skitter._speedups``, does not ask about those; a test checks the rule).
+LANDMARKS = frozenset({"nav", "ul", "aside", "header", "footer"})
 
 
 def depth_below_body(node) -> int:
@@ -117,7 +121,7 @@ def is_boilerplate(node, depth: int | None = None) -> bool:
         return False          # a page wrapper holds the content too: look inside it instead
     if words and _HIDDEN.search(cls):
         return True
-    if tag in _LANDMARKS:
+    if tag in LANDMARKS:
         if depth is None:
             depth = depth_below_body(node)
         if depth < 3 and tag != "footer":

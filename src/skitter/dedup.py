@@ -14,7 +14,8 @@ The algorithm (seed 004, after Schleimer, Wilkerson and Aiken's winnowing):
    (what is left: letters and digits of any script). Matches are insensitive to spacing, case and
    punctuation.
 3. all K-length substrings (k-grams) of the normalised text are hashed (a 64-bit polynomial rolling
-   hash, vectorised in NumPy, then a 64-bit finaliser so that every bit is well mixed);
+   hash, then a 64-bit finaliser so that every bit is well mixed; vectorised in NumPy, or in one
+   pass of compiled code where ``skitter._speedups`` was built);
 4. in every window of W consecutive hashes the minimum is selected (the rightmost one on ties, each
    selected position recorded once); the set of selected hashes is the document's fingerprint.
 
@@ -68,6 +69,7 @@ web).
 
 from __future__ import annotations
 
+import os
 import re
 from collections import defaultdict
 from typing import Iterable, Mapping, Sequence
@@ -91,6 +93,15 @@ MIN_SAMPLE = 16    # an estimate needs at least this many sampled hashes behind 
 MAX_DF = 5000      # a sketch hash shared by more stored documents than this is ignored (boilerplate)
 
 _U64 = np.uint64
+
+# The compiled k-gram hashing and winnowing selection, if built (setup.py); SKITTER_PURE_PYTHON=1
+# runs the NumPy code instead. The tests check that both give the same fingerprints.
+try:
+    from . import _speedups
+except ImportError:
+    _speedups = None
+if os.environ.get("SKITTER_PURE_PYTHON"):
+    _speedups = None
 _MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
 _BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: invertible modulo 2**64
 _BASE_INV = np.uint64(pow(0x9E3779B97F4A7C15, -1, 1 << 64))
@@ -137,6 +148,8 @@ _ASCII_ALNUM = np.array([chr(c).isalnum() for c in range(128)] + [False], dtype=
 
 
 _ASCII_NONALNUM = bytes(i for i in range(256) if not (i < 128 and _ASCII_ALNUM[i]))  # bytes.translate drops them
+if _speedups is not None:
+    _speedups.set_ascii_alnum(_ASCII_ALNUM.view(np.uint8)[:128].copy())
 
 
 def _ascii_codepoints(b: bytes) -> np.ndarray:
@@ -147,6 +160,9 @@ def _codepoints(text: str) -> np.ndarray:
     """The code points of ``normalise(text)``, computed in NumPy (6x the regex's speed): uint8 when
     every kept character is ASCII (most pages, © and curly quotes included), else uint32."""
     if text.isascii():   # most pages: one byte a character, and casefold() is lower()
+        if _speedups is not None:
+            out = np.empty(len(text), dtype=np.uint8)
+            return out[:_speedups.ascii_codepoints(text, out)]
         return _ascii_codepoints(text.encode("ascii"))
     cp = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
     odd = np.unique(cp[cp >= 128])
@@ -185,6 +201,16 @@ def kgram_hashes(text: str, k: int = K) -> np.ndarray:
     if n < k:
         return _EMPTY.copy()
     pw, inv = _powers(n)
+    if _speedups is not None:
+        h = np.empty(n - k + 1, dtype=_U64)
+        _speedups.kgram_hashes(c, k, pw, inv, h)
+        return h
+    return _kgram_hashes_np(c, k, pw, inv)
+
+
+def _kgram_hashes_np(c: np.ndarray, k: int, pw: np.ndarray, inv: np.ndarray) -> np.ndarray:
+    """``kgram_hashes`` of the code points ``c`` in NumPy (the reference for the compiled one)."""
+    n = c.size
     with np.errstate(over="ignore"):
         # prefix sums of c[j]·B^j (mod 2**64); h_i = (P[i+k] - P[i]) · B^-i = Σ_j c[i+j]·B^j
         p = np.empty(n + 1, dtype=_U64)
@@ -292,10 +318,15 @@ def winnow_smallest(text: str, count: int, k: int = K, w: int = W) -> np.ndarray
         return _sorted_unique(_window_min(h, w))[:count] if n else h
     step = (1 << 64) // n
     cut = step * (count + count // 2 + 16)
+    out = np.empty(n, dtype=_U64) if _speedups is not None else None
     while True:
-        pos = np.flatnonzero(h < np.uint64(min(cut, (1 << 64) - 1)))
-        v = h[pos]
-        kept = np.unique(v[_selected(pos, v, n, w)])
+        below = min(cut, (1 << 64) - 1)
+        if out is not None:
+            kept = np.unique(out[:_speedups.select_below(h, below, w, out)])
+        else:
+            pos = np.flatnonzero(h < np.uint64(below))
+            v = h[pos]
+            kept = np.unique(v[_selected(pos, v, n, w)])
         if kept.size >= count or cut >= (1 << 64) - 1:
             return kept[:count]
         cut *= 4
@@ -476,6 +507,14 @@ class _Run:
 
     def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The postings of ``keys`` (scrambled hashes): their positions, and the key of each."""
+        if _speedups is not None:
+            found = _speedups.run_lookup(self.keys, self.starts, 0 if self.starts is None else int(self.shift),
+                                         np.ascontiguousarray(keys, dtype=_U64), _new_positions, _new_keys)
+            return (_NO_POS, _EMPTY) if found is None else found
+        return self.lookup_np(keys)
+
+    def lookup_np(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``lookup`` in NumPy (the reference for the compiled one)."""
         run = self.keys
         if self.starts is None:
             lo = np.searchsorted(run, keys, "left")
@@ -494,6 +533,14 @@ class _Run:
         want = np.repeat(keys, lens)
         hit = run[pos] == want
         return pos[hit], want[hit]
+
+
+def _new_positions(n: int) -> np.ndarray:
+    return np.empty(n, dtype=np.intp)
+
+
+def _new_keys(n: int) -> np.ndarray:
+    return np.empty(n, dtype=_U64)
 
 
 def _scramble(h: np.ndarray) -> np.ndarray:

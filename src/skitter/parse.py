@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import codecs
 import logging
+import os
 import re
 from functools import lru_cache
 
@@ -361,7 +362,7 @@ class _Walk:
         self.lang: str | None = None
 
 
-def _walk(root, want_main: bool = False) -> _Walk:
+def _walk_py(root, want_main: bool = False) -> _Walk:
     """Walk the tree once, in document order, with an explicit stack (no recursion).
 
     ``want_main``: also record in ``w.boiler`` the text ranges of boilerplate (the elements
@@ -515,6 +516,89 @@ def _walk(root, want_main: bool = False) -> _Walk:
         if b[1] < 0:
             b[1] = len(text)
     return w
+
+
+def _walk_compiled(root, want_main: bool = False) -> _Walk:
+    """``_walk_py``'s result from ``skitter._speedups.walk`` (compiled; lexbor's tree read directly)."""
+    return _speedups.walk(root, want_main, boilerplate.is_boilerplate, _Walk)
+
+
+def _walk_with(mod, root, want_main: bool) -> _Walk:
+    return mod.walk(root, want_main, boilerplate.is_boilerplate, _Walk)
+
+
+# The sample the compiled walk is checked against when it is loaded: every element kind, text the
+# walk collapses, boilerplate, links in and out of blocks, attributes with static and dynamic ids.
+_SELF_CHECK = (
+    b'<html lang="en"><head><title>T <b>1</b></title><meta name="description" content="d">'
+    b'<meta http-equiv="content-language" content="de"><link rel="Canonical" href="/c">'
+    b'<base href="/b/"></head><body><nav class="menu"><a href="/n">Home</a></nav>'
+    b'<div id="main"><h1>Head\xc2\xa0line</h1><p>Some  <b>bold <a href="x" rel="nofollow" '
+    b'title="t">link <img alt="pic"> <i>it</i></a></b> text</p><a>no href</a>'
+    b'<map><area href="/area" alt="A"></map><p hidden>gone</p>\n\t<ul><li>one<br>two</ul>'
+    b'<script>var x;</script><x-custom data-a="1">custom</x-custom><svg><a xlink:href="/s">s</a>'
+    b'</svg><div style="display:none">hid</div><footer>foot</footer></div></body></html>'
+)
+
+
+#: selectolax releases whose lexbor structures ``skitter._speedups`` was checked against (1.0.0 and
+#: 1.0.2, lexbor 3.1; 0.4.x's differ, which the load-time check finds). Others: the Python walk.
+_SPEEDUPS_SELECTOLAX = ("1.0.",)
+
+
+def _load_speedups():
+    """``skitter._speedups`` if it was built, works with this selectolax, and walks the sample
+    exactly as ``_walk_py`` does; else None (the Python walk is used). SKITTER_PURE_PYTHON=1
+    forces the Python code."""
+    if os.environ.get("SKITTER_PURE_PYTHON"):
+        return None
+    try:
+        from . import _speedups as mod
+    except ImportError:
+        return None
+    import selectolax
+
+    if not str(getattr(selectolax, "__version__", "")).startswith(_SPEEDUPS_SELECTOLAX):
+        log.info("skitter._speedups not used with selectolax %s; the Python walk is",
+                 getattr(selectolax, "__version__", "?"))
+        return None
+    try:
+        ids = LexborHTMLParser(
+            b'<a href="1" rel="2" title="3" alt="4" name="5" content="6" http-equiv="7" class="8" '
+            b'role="9" aria-hidden="10" hidden="11" style="12">', **_LEXBOR_KW).css_first("a")
+        sample = LexborHTMLParser(_SELF_CHECK, **_LEXBOR_KW)
+        flags = {name[1:]: value for name, value in globals().items()
+                 if name in ("_SKIP", "_BLOCK", "_BOLD", "_ITALIC", "_A", "_AREA", "_IMG", "_HEADING",
+                             "_META", "_LINKEL", "_BASE", "_TITLE", "_BREAK", "_BOILER", "_CONTAINER")}
+        landmarks = [ids.parser.create_node(tag).tag_id for tag in boilerplate.LANDMARKS]
+        mod.setup(_KINDS, _TEXT_ID, flags, ids, landmarks, sample.root)
+        for want_main in (False, True):
+            if not _same_walk(_walk_with(mod, sample.root, want_main), _walk_py(sample.root, want_main)):
+                raise ValueError("the compiled walk differs from the Python walk on the sample")
+        return mod
+    except Exception as exc:  # a selectolax whose lexbor differs: the Python walk, and say so
+        log.warning("skitter._speedups not used (%s); the Python walk is", exc)
+        return None
+
+
+_META_KEYS = ("name", "content", "http-equiv")
+
+
+def _same_walk(a: _Walk, b: _Walk) -> bool:
+    """Whether two walks found the same (metas compared on the attributes ``_parse`` reads)."""
+    def links(w):
+        return [[x if i != 6 else (x[0], x[1]) for i, x in enumerate(rec)] for rec in w.links]
+
+    def metas(w):
+        return [{k: m.get(k) for k in _META_KEYS} for m in w.metas]
+
+    return (a.text == b.text and a.boiler == b.boiler and links(a) == links(b)
+            and [h[:2] for h in a.headings] == [h[:2] for h in b.headings] and metas(a) == metas(b)
+            and (a.canonical_href, a.base_href, a.title) == (b.canonical_href, b.base_href, b.title))
+
+
+_speedups = _load_speedups()
+_walk = _walk_compiled if _speedups is not None else _walk_py
 
 
 # --------------------------------------------------------------------------- nesting guard

@@ -1,0 +1,810 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Compiled versions of the worker's two hottest loops, used when this module was built (it is
+optional: ``skitter.parse`` and ``skitter.dedup`` fall back to their Python versions, which stay
+the reference the tests compare these with):
+
+- :func:`walk`: ``skitter.parse._walk`` over lexbor's tree, reading lexbor's node, element and
+  attribute structures directly instead of creating a Python object per node;
+- :func:`kgram_hashes`: ``skitter.dedup.kgram_hashes`` in one pass instead of eight NumPy passes.
+
+The tree is the one selectolax built: a node's address is its ``mem_id``. selectolax does not
+export lexbor's C API to other extensions, so the structure layouts below are lexbor's (2.x, as
+bundled by selectolax 1.0). :func:`setup` checks them against selectolax on a sample document
+before ``skitter.parse`` uses :func:`walk`, and ``skitter.parse`` also compares the whole walk's
+result with its Python walk on that document; any difference and the Python walk is used.
+"""
+
+from libc.stdint cimport uintptr_t, uint64_t, uint32_t
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memcmp, memcpy
+from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_DATA
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.pycapsule cimport PyCapsule_GetPointer
+
+cdef extern from *:
+    """
+    /* lexbor 2.x (lexbor/core/str.h, lexbor/core/hash.h, lexbor/dom/interfaces/node.h,
+       element.h, attr.h, character_data.h), the members skitter reads. */
+    typedef struct { unsigned char *data; size_t length; } sk_str_t;
+    typedef struct sk_node_s sk_node_t;
+    struct sk_node_s {
+        void *events;                 /* lxb_dom_event_target_t */
+        uintptr_t local_name;         /* the tag id (an attribute's name id) */
+        uintptr_t prefix;
+        uintptr_t ns;
+        void *owner_document;
+        sk_node_t *next, *prev, *parent, *first_child, *last_child;
+        void *user;
+        int type;                     /* lxb_dom_node_type_t */
+    };
+    typedef struct { sk_node_t node; sk_str_t data; } sk_chardata_t;
+    typedef struct sk_attr_s sk_attr_t;
+    struct sk_attr_s {
+        sk_node_t node;
+        uintptr_t upper_name, qualified_name;
+        sk_str_t *value;
+        void *owner;
+        sk_attr_t *next, *prev;
+    };
+    typedef struct {
+        sk_node_t node;
+        uintptr_t upper_name, qualified_name;
+        sk_str_t *is_value;
+        sk_attr_t *first_attr, *last_attr;
+    } sk_element_t;
+    /* lexbor_hash_entry_t: a name that has no static id (an attribute id that is a pointer) */
+    typedef struct {
+        union { unsigned char *long_str; unsigned char short_str[16 + 1]; } u;
+        size_t length;
+    } sk_hash_entry_t;
+    """
+    ctypedef struct sk_str_t:
+        unsigned char *data
+        size_t length
+    ctypedef struct sk_node_t:
+        uintptr_t local_name
+        sk_node_t *next
+        sk_node_t *parent
+        sk_node_t *first_child
+        int type
+    ctypedef struct sk_chardata_t:
+        sk_node_t node
+        sk_str_t data
+    ctypedef struct sk_attr_t:
+        sk_node_t node
+        uintptr_t qualified_name
+        sk_str_t *value
+        sk_attr_t *next
+    ctypedef struct sk_element_t:
+        sk_node_t node
+        sk_attr_t *first_attr
+    ctypedef union sk_hash_u:
+        unsigned char *long_str
+        unsigned char short_str[17]
+    ctypedef struct sk_hash_entry_t:
+        sk_hash_u u
+        size_t length
+
+cdef enum:
+    ELEMENT_NODE = 1       # LXB_DOM_NODE_TYPE_ELEMENT
+    TEXT_NODE = 3          # LXB_DOM_NODE_TYPE_TEXT
+    SHORT_NAME = 16        # LEXBOR_HASH_SHORT_SIZE
+    DYNAMIC_ID = 1 << 16   # ids below are lexbor's static ones; above, pointers to hash entries
+
+# Element kinds: skitter.parse's flags (setup() receives them and checks they are these).
+cdef enum:
+    K_SKIP = 1
+    K_BLOCK = 2
+    K_BOLD = 4
+    K_ITALIC = 8
+    K_A = 16
+    K_AREA = 32
+    K_IMG = 64
+    K_HEADING = 128
+    K_META = 256
+    K_LINKEL = 512
+    K_BASE = 1024
+    K_TITLE = 2048
+    K_BREAK = 4096
+    K_BOILER = 8192
+    K_CONTAINER = 16384
+    K_INERT = K_SKIP | K_BASE | K_BREAK
+    K_LEAF = K_INERT | K_IMG | K_META | K_LINKEL | K_TITLE
+
+# Link record indexes (skitter.parse's _L_*).
+cdef enum:
+    L_BOLD = 4
+    L_ITALIC = 5
+    L_ALT = 7
+    L_END = 3
+    L_PREV = 9
+
+# The attributes the walk reads, by index.
+cdef enum:
+    A_HREF = 0
+    A_REL = 1
+    A_TITLE = 2
+    A_ALT = 3
+    A_NAME = 4
+    A_CONTENT = 5
+    A_HTTP_EQUIV = 6
+    A_CLASS = 7
+    A_ROLE = 8
+    A_ARIA_HIDDEN = 9
+    A_HIDDEN = 10
+    A_STYLE = 11
+    N_ATTRS = 12
+_ATTR_NAMES = ("href", "rel", "title", "alt", "name", "content", "http-equiv", "class", "role",
+               "aria-hidden", "hidden", "style")
+_ATTR_BYTES = tuple(name.encode() for name in _ATTR_NAMES)
+
+cdef uintptr_t _attr_id[N_ATTRS]       # lexbor's static id of the name, or 0 if it has none
+cdef int *_kinds = NULL
+cdef Py_ssize_t _n_kinds = 0
+cdef uintptr_t _text_id = 0
+cdef uintptr_t _a_id = 0
+cdef set _landmark_ids = set()
+
+# selectolax's ``LexborNode.new(node, parser)``, the first entry of LexborNode's Cython vtable
+# (what a module that cimports selectolax.lexbor calls): a Python node for is_boiler.
+ctypedef object (*node_new_t)(sk_node_t *, object)
+cdef node_new_t _node_new = NULL
+cdef bint _ready = False
+
+
+cdef inline int kind_of(uintptr_t tag_id) noexcept nogil:
+    if tag_id < <uintptr_t>_n_kinds:
+        return _kinds[tag_id]
+    return 0
+
+
+cdef inline uintptr_t name_id(sk_attr_t *a) noexcept nogil:
+    return a.qualified_name if a.qualified_name else a.node.local_name
+
+
+cdef bint name_is(uintptr_t nid, int which):
+    """Whether an attribute's (qualified) name id names attribute ``which``."""
+    cdef uintptr_t sid = _attr_id[which]
+    cdef sk_hash_entry_t *e
+    cdef bytes want
+    cdef const unsigned char *s
+    if sid:
+        return nid == sid
+    if nid < DYNAMIC_ID:
+        return False
+    e = <sk_hash_entry_t *> nid
+    want = _ATTR_BYTES[which]
+    if e.length != <size_t>len(want):
+        return False
+    if e.length <= SHORT_NAME:
+        s = &e.u.short_str[0]
+    else:
+        s = e.u.long_str
+    return memcmp(s, <const char *>want, e.length) == 0
+
+
+cdef object attr_value(sk_node_t *node, int which):
+    """``node.attributes.get(name)`` (selectolax: None for an attribute without a value; a
+    repeated name: the last one)."""
+    cdef sk_attr_t *a = (<sk_element_t *> node).first_attr
+    cdef sk_str_t *v
+    cdef object found = None
+    while a != NULL:
+        if name_is(name_id(a), which):
+            v = a.value
+            if v == NULL or v.data == NULL:
+                found = None
+            else:
+                found = PyUnicode_DecodeUTF8(<char *> v.data, v.length, "replace")
+        a = a.next
+    return found
+
+cdef struct sk_buf_t:
+    char *data
+    size_t length
+    size_t cap
+
+
+cdef int buf_put(sk_buf_t *b, const char *data, size_t n) except -1:
+    cdef size_t cap = b.cap
+    cdef char *p
+    if b.length + n > cap:
+        while b.length + n > cap:
+            cap *= 2
+        p = <char *> realloc(b.data, cap)
+        if p == NULL:
+            raise MemoryError()
+        b.data = p
+        b.cap = cap
+    memcpy(b.data + b.length, data, n)
+    b.length += n
+    return 0
+
+
+cdef inline bint is_space(unsigned char c) noexcept nogil:
+    """``str.isspace`` of an ASCII character."""
+    return c == 32 or 9 <= c <= 13 or 28 <= c <= 31
+
+
+cdef Py_ssize_t add_ascii_text(sk_buf_t *b, const unsigned char *d, size_t n, Py_ssize_t clen,
+                               bint pending) except -2:
+    """The walk's handling of one text node whose bytes are ``d[:n]``, if they are ASCII (else -1,
+    and nothing is added): its words, single-spaced (``" ".join(t.split())`` where the text has
+    other white space than single spaces or an unprintable character, as the walk does), after a
+    space if one is owed. Returns 0 for blank text, else ``(code points added) << 1 | (trailing
+    white space)``."""
+    cdef size_t i, a = 0, z = n, start
+    cdef bint collapse = False
+    cdef Py_ssize_t added = 0
+    cdef unsigned char c
+    for i in range(n):
+        if d[i] >= 0x80:
+            return -1
+    while a < z and is_space(d[a]):
+        a += 1
+    if a == z:
+        return 0
+    while is_space(d[z - 1]):
+        z -= 1
+    if clen and (pending or a > 0):
+        buf_put(b, " ", 1)
+        added = 1
+    for i in range(a, z):
+        c = d[i]
+        if c < 32 or c == 127 or (c == 32 and d[i + 1] == 32):
+            collapse = True
+            break
+    if not collapse:
+        buf_put(b, <const char *> d + a, z - a)
+        added += z - a
+    else:
+        i = a
+        while i < z:
+            if is_space(d[i]):
+                while is_space(d[i]):
+                    i += 1
+                buf_put(b, " ", 1)
+                added += 1
+            start = i
+            while i < z and not is_space(d[i]):
+                i += 1
+            buf_put(b, <const char *> d + start, i - start)
+            added += i - start
+    return added << 1 | (z < n)
+
+
+cdef bint has_attr(sk_node_t *node, int which):
+    cdef sk_attr_t *a = (<sk_element_t *> node).first_attr
+    while a != NULL:
+        if name_is(name_id(a), which):
+            return True
+        a = a.next
+    return False
+
+
+cdef bint ask_boiler(sk_node_t *node, int k):
+    """Whether the Python walk would ask ``is_boilerplate`` about the element (a container, or one
+    that ``boilerplate.ATTRIBUTE_QUERY`` finds: ``[role], [aria-hidden], [hidden], [style],
+    a[class*=skip]``), leaving out the containers it would say False of: those without attributes
+    that are not landmarks (``boilerplate.is_boilerplate``; a test checks this)."""
+    cdef sk_attr_t *a = (<sk_element_t *> node).first_attr
+    cdef object cls
+    if k & K_CONTAINER:
+        return a != NULL or node.local_name in _landmark_ids
+    if a == NULL:
+        return False
+    if (has_attr(node, A_ROLE) or has_attr(node, A_ARIA_HIDDEN) or has_attr(node, A_HIDDEN)
+            or has_attr(node, A_STYLE)):
+        return True
+    if node.local_name == _a_id:
+        cls = attr_value(node, A_CLASS)
+        return cls is not None and "skip" in cls
+    return False
+
+
+cdef str deep_text(sk_node_t *node):
+    """``LexborNode.text()``: the text nodes under ``node``, in document order, concatenated."""
+    cdef sk_node_t *cur = node.first_child
+    cdef sk_str_t *d
+    cdef list parts = []
+    while cur != NULL:
+        if cur.local_name == _text_id:
+            d = &(<sk_chardata_t *> cur).data
+            if d.data != NULL:
+                parts.append(PyBytes_FromStringAndSize(<char *> d.data, d.length))
+        if cur.first_child != NULL:
+            cur = cur.first_child
+            continue
+        while cur != node and cur.next == NULL:
+            cur = cur.parent
+        if cur == node:
+            break
+        cur = cur.next
+    return b"".join(parts).decode("utf-8", "replace")
+
+
+def setup(dict kinds, int text_id, dict flags, ids, landmarks, root_html):
+    """Load skitter.parse's tag kinds and check this module's view of lexbor against
+    selectolax's. ``flags``: parse's flag values by name (must equal this module's). ``ids``: a
+    parsed ``<a>`` whose attributes are ``_ATTR_NAMES`` in that order, to learn their ids.
+    ``landmarks``: the tag ids of ``boilerplate.LANDMARKS``. ``root_html``: any parsed node, to
+    check the structure layouts against. Raises on a mismatch."""
+    global _kinds, _n_kinds, _text_id, _ready, _node_new, _a_id, _landmark_ids
+    cdef sk_node_t *el
+    cdef sk_attr_t *a
+    cdef int i
+    cdef int *table
+    _ready = False
+    mine = dict(SKIP=K_SKIP, BLOCK=K_BLOCK, BOLD=K_BOLD, ITALIC=K_ITALIC, A=K_A, AREA=K_AREA,
+                IMG=K_IMG, HEADING=K_HEADING, META=K_META, LINKEL=K_LINKEL, BASE=K_BASE,
+                TITLE=K_TITLE, BREAK=K_BREAK, BOILER=K_BOILER, CONTAINER=K_CONTAINER)
+    if flags != mine:
+        raise ValueError("element kind flags differ from skitter.parse's")
+    # attribute name ids, from the sample element (its attributes in _ATTR_NAMES order)
+    if list(ids.attributes) != list(_ATTR_NAMES):
+        raise ValueError("the sample element does not carry the walk's attributes")
+    el = <sk_node_t *> <uintptr_t> ids.mem_id
+    a = (<sk_element_t *> el).first_attr
+    for i in range(N_ATTRS):
+        if a == NULL:
+            raise ValueError("lexbor attribute list shorter than selectolax's")
+        _attr_id[i] = name_id(a) if name_id(a) < DYNAMIC_ID else 0
+        a = a.next
+    size = max(kinds) + 1
+    table = <int *> realloc(_kinds, size * sizeof(int))
+    if table == NULL:
+        raise MemoryError()
+    _kinds = table
+    _n_kinds = size
+    for i in range(size):
+        _kinds[i] = kinds.get(i, 0)
+    _text_id = text_id
+    _a_id = ids.tag_id
+    _landmark_ids = set(landmarks)
+    vtable = PyCapsule_GetPointer(type(ids).__pyx_vtable__, NULL)
+    if vtable == NULL:
+        raise ValueError("no LexborNode vtable")
+    _node_new = (<node_new_t *> vtable)[0]
+    _check_layout(root_html)
+    _ready = True
+
+
+cdef _check_layout(root):
+    """Every node under ``root``: the links, tag ids, texts and attributes read here equal
+    selectolax's."""
+    stack = [root]
+    cdef sk_node_t *n
+    cdef sk_str_t *d
+    while stack:
+        node = stack.pop()
+        n = <sk_node_t *> <uintptr_t> node.mem_id
+        if n.local_name != <uintptr_t> node.tag_id:
+            raise ValueError("lexbor node layout: tag id")
+        if node.tag_id == _text_id:
+            d = &(<sk_chardata_t *> n).data
+            if (PyUnicode_DecodeUTF8(<char *> d.data, d.length, "replace") if d.data != NULL
+                    else None) != node.text_content:
+                raise ValueError("lexbor node layout: text")
+        parent = node.parent
+        if parent is not None and <uintptr_t> n.parent != <uintptr_t> parent.mem_id:
+            raise ValueError("lexbor node layout: parent")
+        child = node.first_child
+        if (child is None) != (n.first_child == NULL) or (
+                child is not None and <uintptr_t> n.first_child != <uintptr_t> child.mem_id):
+            raise ValueError("lexbor node layout: first child")
+        nxt = node.next
+        if (nxt is None) != (n.next == NULL) or (
+                nxt is not None and <uintptr_t> n.next != <uintptr_t> nxt.mem_id):
+            raise ValueError("lexbor node layout: next sibling")
+        again = _node_new(n, node.parser)
+        if type(again) is not type(node) or again.mem_id != node.mem_id or again.tag != node.tag:
+            raise ValueError("LexborNode.new through the vtable")
+        if node.tag_id != _text_id and n.type == ELEMENT_NODE:   # an element: its attributes
+            attrs = node.attributes
+            for i, name in enumerate(_ATTR_NAMES):
+                if name in attrs and attr_value(n, i) != attrs[name]:
+                    raise ValueError("lexbor attribute layout")
+        stack.extend(node.iter(include_text=True))
+
+
+def walk(root, bint want_main, is_boiler, W):
+    """``skitter.parse._walk(root, want_main)``, reading lexbor's tree directly; the same result
+    (``W`` is parse's ``_Walk``). ``is_boiler(node, depth)`` is asked about the elements the
+    Python walk asks it about (``ask_boiler``), given selectolax nodes."""
+    if not _ready:
+        raise RuntimeError("skitter._speedups.setup() has not succeeded")
+    w = W()
+    parser = root.parser
+    cdef list ranges = w.boiler
+    cdef list links = w.links
+    cdef list headings = w.headings
+    cdef list metas = w.metas
+    cdef sk_buf_t buf
+    cdef Py_ssize_t r
+    cdef bytes enc
+    cdef Py_ssize_t clen = 0
+    cdef bint pending = False
+    cdef int bold = 0, italic = 0, in_boiler = 0
+    cdef Py_ssize_t boiler_start = 0
+    cdef object cur = None
+    cdef list block = [0, -1, None]
+    cdef list blocks = [block]
+    cdef list b
+    cdef object rec
+    cdef list recs = [block]          # the record of every open stack entry (or None)
+    cdef Py_ssize_t cap = 64, top = 0
+    cdef sk_node_t **nexts = <sk_node_t **> malloc(cap * sizeof(sk_node_t *))
+    cdef int *stack_kinds = <int *> malloc(cap * sizeof(int))
+    cdef sk_node_t *node
+    cdef sk_node_t *rootp = <sk_node_t *> <uintptr_t> root.mem_id
+    cdef sk_str_t *d
+    cdef uintptr_t tid
+    cdef int k, kind
+    cdef Py_ssize_t start
+    cdef str t, s
+    cdef bint push
+    cdef sk_node_t **p
+    cdef int *q
+    buf.data = <char *> malloc(4096)
+    buf.length = 0
+    buf.cap = 4096
+    if nexts == NULL or stack_kinds == NULL or buf.data == NULL:
+        free(nexts)
+        free(stack_kinds)
+        free(buf.data)
+        raise MemoryError()
+    nexts[0] = rootp.first_child
+    stack_kinds[0] = K_BLOCK
+    try:
+        while top >= 0:
+            node = nexts[top]
+            if node == NULL:
+                # the element of this stack entry is done
+                kind = stack_kinds[top]
+                rec = recs.pop()
+                top -= 1
+                if kind:
+                    if kind & K_BOILER:
+                        in_boiler -= 1
+                        if not in_boiler and clen > boiler_start:
+                            ranges.append((boiler_start, clen))
+                    if kind & K_BLOCK:
+                        pending = True
+                        rec[1] = clen
+                        block = rec[2]
+                    elif kind & K_A:
+                        rec[L_END] = clen
+                        cur = rec[L_PREV]
+                        rec[L_PREV] = None
+                    elif kind & K_BOLD:
+                        bold -= 1
+                    elif kind & K_ITALIC:
+                        italic -= 1
+                continue
+            nexts[top] = node.next
+            tid = node.local_name
+            if tid == _text_id:
+                if node.type != TEXT_NODE:
+                    continue
+                d = &(<sk_chardata_t *> node).data
+                if d.data == NULL or d.length == 0:
+                    continue
+                r = add_ascii_text(&buf, d.data, d.length, clen, pending)
+                if r >= 0:          # ASCII: collapsed in C; r: code points added (0: blank)
+                    if r == 0:
+                        pending = True
+                        continue
+                    pending = r & 1
+                    clen += r >> 1
+                    continue
+                t = PyUnicode_DecodeUTF8(<char *> d.data, d.length, "replace")
+                s = t.strip()
+                if not s:
+                    pending = True
+                    continue
+                if clen and (pending or t[0] != s[0]):
+                    buf_put(&buf, b" ", 1)
+                    clen += 1
+                pending = t[len(t) - 1] != s[len(s) - 1]
+                if not s.isprintable() or "  " in s:
+                    s = " ".join(s.split())
+                enc = s.encode("utf-8")
+                buf_put(&buf, enc, len(enc))
+                clen += len(s)
+                continue
+            k = kind_of(tid)
+            if want_main and not in_boiler and node.type == ELEMENT_NODE and ask_boiler(node, k):
+                try:
+                    if is_boiler(_node_new(node, parser), top - 1):
+                        k |= K_BOILER
+                except Exception:  # an odd attribute value: the element counts as content
+                    pass
+            if k & K_BOILER and not k & K_LEAF:
+                if not in_boiler:
+                    boiler_start = clen
+                in_boiler += 1
+            push = False
+            rec = None
+            if not k & ~(K_BOILER | K_CONTAINER):
+                kind = k
+                push = True
+            elif k & K_INERT:
+                if k & K_BREAK:
+                    pending = True
+                if k & K_AREA:
+                    href = attr_value(node, A_HREF)
+                    if href is not None:
+                        start = clen + 1 if (pending and clen) else clen
+                        links.append([href, attr_value(node, A_REL), start, start, bold > 0,
+                                      italic > 0, block, attr_value(node, A_ALT),
+                                      attr_value(node, A_TITLE), None])
+                elif k & K_BASE:
+                    if w.base_href is None:
+                        w.base_href = attr_value(node, A_HREF)
+            elif k & K_BLOCK:
+                pending = True
+                b = [clen, -1, block]
+                blocks.append(b)
+                block = b
+                if k & K_HEADING:
+                    headings.append(b)
+                kind = k
+                rec = b
+                push = True
+            elif k & K_A:
+                href = attr_value(node, A_HREF)
+                push = True
+                if href is None:
+                    kind = k & K_BOILER
+                else:
+                    start = clen + 1 if (pending and clen) else clen
+                    rec = [href, attr_value(node, A_REL), start, -1, bold > 0, italic > 0, block,
+                           None, attr_value(node, A_TITLE), cur]
+                    links.append(rec)
+                    cur = rec
+                    kind = k
+            elif k & (K_BOLD | K_ITALIC):
+                if k & K_BOLD:
+                    bold += 1
+                    if cur is not None:
+                        cur[L_BOLD] = True
+                else:
+                    italic += 1
+                    if cur is not None:
+                        cur[L_ITALIC] = True
+                kind = k
+                push = True
+            elif k & K_IMG:
+                if cur is not None and not cur[L_ALT]:
+                    cur[L_ALT] = attr_value(node, A_ALT) or attr_value(node, A_TITLE)
+            elif k & K_META:
+                metas.append({"name": attr_value(node, A_NAME),
+                              "content": attr_value(node, A_CONTENT),
+                              "http-equiv": attr_value(node, A_HTTP_EQUIV)})
+            elif k & K_LINKEL:
+                if w.canonical_href is None:
+                    if "canonical" in (attr_value(node, A_REL) or "").lower().split():
+                        w.canonical_href = attr_value(node, A_HREF)
+            elif k & K_TITLE:
+                if w.title is None:
+                    w.title = deep_text(node)
+            else:
+                kind = k & K_BOILER
+                push = True
+            if push:
+                top += 1
+                if top == cap:
+                    cap *= 2
+                    p = <sk_node_t **> realloc(nexts, cap * sizeof(sk_node_t *))
+                    if p == NULL:
+                        raise MemoryError()
+                    nexts = p
+                    q = <int *> realloc(stack_kinds, cap * sizeof(int))
+                    if q == NULL:
+                        raise MemoryError()
+                    stack_kinds = q
+                nexts[top] = node.first_child
+                stack_kinds[top] = kind
+                recs.append(rec)
+        w.text = text = PyUnicode_DecodeUTF8(buf.data, buf.length, "replace")
+    finally:
+        free(nexts)
+        free(stack_kinds)
+        free(buf.data)
+    for b in blocks:
+        if b[1] < 0:
+            b[1] = len(text)
+    return w
+
+
+# ------------------------------------------------------------------------------------------------
+# winnowing (skitter.dedup)
+
+ctypedef fused codepoint_t:
+    unsigned char
+    uint32_t
+
+
+cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
+    """MurmurHash3's 64-bit finaliser (``skitter.dedup._mix``)."""
+    x ^= x >> 33
+    x *= 0xFF51AFD7ED558CCDULL
+    x ^= x >> 33
+    x *= 0xC4CEB9FE1A85EC53ULL
+    x ^= x >> 33
+    return x
+
+
+def kgram_hashes(const codepoint_t[::1] c, int k, const uint64_t[::1] pw, const uint64_t[::1] inv,
+                 uint64_t[::1] out):
+    """``skitter.dedup.kgram_hashes`` from the code points ``c``, into ``out`` (``len(c) - k + 1``
+    values): ``mix(sum_j (c[i+j] + 1) * B^j)``, as the prefix sums ``P`` of ``(c[j] + 1) * B^j``:
+    ``(P[i+k] - P[i]) * B^-i`` (mod 2**64). ``pw``, ``inv``: ``B^j``, ``B^-j`` for ``j < len(c)``."""
+    cdef Py_ssize_t n = c.shape[0], m = n - k + 1, i
+    cdef Py_ssize_t mask = 1
+    cdef uint64_t p = 0
+    cdef uint64_t *ring
+    if k < 1 or m < 1 or out.shape[0] != m or pw.shape[0] < n or inv.shape[0] < n:
+        raise ValueError("kgram_hashes: bad sizes")
+    while mask < k + 1:
+        mask <<= 1
+    ring = <uint64_t *> malloc(mask * sizeof(uint64_t))   # the last k + 1 prefix sums (at least)
+    if ring == NULL:
+        raise MemoryError()
+    mask -= 1
+    with nogil:
+        ring[0] = 0
+        for i in range(n):
+            p += (<uint64_t> c[i] + 1) * pw[i]
+            ring[(i + 1) & mask] = p
+            if i + 1 >= k:
+                out[i + 1 - k] = mix64((p - ring[(i + 1 - k) & mask]) * inv[i + 1 - k])
+    free(ring)
+
+
+def select_below(const uint64_t[::1] h, uint64_t cut, int w, uint64_t[::1] out):
+    """The hashes below ``cut`` that winnowing selects (``skitter.dedup.winnow_smallest``'s test
+    for one cut, ``_selected``): with ``L`` and ``R`` the nearest positions left and right of a hash
+    with a strictly smaller one (or -1 and ``n``), it is selected iff ``R - L - 1 >= w``.
+    Every hash smaller than one below ``cut`` is below ``cut`` too, so the hashes below it decide.
+    Writes them in text order into ``out`` (as long as ``h``) and returns how many."""
+    cdef Py_ssize_t n = h.shape[0], i, j, l, r, t, m = 0, kept = 0
+    cdef Py_ssize_t *pos
+    cdef uint64_t v
+    if out.shape[0] < n:
+        raise ValueError("select_below: out too short")
+    with nogil:
+        for i in range(n):
+            if h[i] < cut:
+                m += 1
+    pos = <Py_ssize_t *> malloc((m + 1) * sizeof(Py_ssize_t))
+    if pos == NULL:
+        raise MemoryError()
+    with nogil:
+        m = 0
+        for i in range(n):
+            if h[i] < cut:
+                pos[m] = i
+                m += 1
+        for j in range(m):
+            i = pos[j]
+            v = h[i]
+            l = i - w if i - w > -1 else -1
+            r = i + w if i + w < n else n
+            for t in range(j - 1, -1, -1):
+                if i - pos[t] >= w:
+                    break
+                if h[pos[t]] < v:
+                    if pos[t] > l:
+                        l = pos[t]
+                    break
+            for t in range(j + 1, m):
+                if pos[t] - i >= w:
+                    break
+                if h[pos[t]] < v:
+                    if pos[t] < r:
+                        r = pos[t]
+                    break
+            if r - l - 1 >= w:
+                out[kept] = v
+                kept += 1
+    free(pos)
+    return kept
+
+
+cdef unsigned char _ALNUM_LOWER[256]       # an ASCII letter or digit, lower-cased; else 0
+
+
+def set_ascii_alnum(const unsigned char[::1] keep):
+    """``keep[c]``: whether ASCII character ``c`` is a letter or digit (``str.isalnum``, from
+    ``skitter.dedup``)."""
+    cdef int c
+    for c in range(256):
+        _ALNUM_LOWER[c] = 0
+        if c < 128 and keep[c]:
+            _ALNUM_LOWER[c] = c + 32 if 65 <= c <= 90 else c
+
+
+def ascii_codepoints(str text, unsigned char[::1] out):
+    """``skitter.dedup._ascii_codepoints(text.encode())`` of an ASCII ``text`` into ``out`` (at least
+    ``len(text)`` long): its letters and digits, lower-cased, in one pass. Returns how many."""
+    cdef Py_ssize_t n = len(text), i, m = 0
+    cdef const unsigned char *d
+    cdef unsigned char c
+    if not text.isascii() or out.shape[0] < n:
+        raise ValueError("ascii_codepoints: not ASCII, or out too short")
+    d = <const unsigned char *> PyUnicode_DATA(text)
+    with nogil:
+        for i in range(n):      # branch-free: about half of a text's characters are dropped
+            c = _ALNUM_LOWER[d[i]]
+            out[m] = c
+            m += c != 0
+    return m
+
+
+# ------------------------------------------------------------------------------------------------
+# near-duplicate index lookups (skitter.dedup._Run.lookup)
+
+cdef inline Py_ssize_t lower_bound(const uint64_t *a, Py_ssize_t lo, Py_ssize_t hi,
+                                   uint64_t key) noexcept nogil:
+    cdef Py_ssize_t mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def run_lookup(const uint64_t[::1] run, const uint32_t[::1] starts, int shift,
+               const uint64_t[::1] keys, out_pos, out_keys):
+    """``skitter.dedup._Run.lookup``: the postings of ``keys`` in the sorted ``run``, key by key in
+    the order given, each key's postings in run order. ``starts``: the run's bucket directory (the
+    first posting of each bucket of the top ``64 - shift`` bits), or None: bisection.
+    ``out_pos``, ``out_keys``: called with the number of postings found, they return arrays
+    (intp, uint64) of that size to fill. Returns the filled pair, or None if nothing was found."""
+    cdef Py_ssize_t n = run.shape[0], m = keys.shape[0], i, lo, hi, total = 0, j, at = 0
+    cdef Py_ssize_t *ranges
+    cdef uint64_t key, b
+    cdef Py_ssize_t[::1] pos
+    cdef uint64_t[::1] hs
+    if m == 0 or n == 0:
+        return None
+    if starts is not None and (shift < 1 or shift > 64 or
+                               starts.shape[0] != (<Py_ssize_t> 1 << (64 - shift)) + 1):
+        raise ValueError("run_lookup: the directory does not match the shift")
+    ranges = <Py_ssize_t *> malloc(2 * m * sizeof(Py_ssize_t))
+    if ranges == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for i in range(m):
+                key = keys[i]
+                if starts is None:
+                    lo, hi = 0, n
+                else:
+                    b = key >> shift if shift < 64 else 0    # (a shift by 64 is undefined in C)
+                    lo, hi = starts[b], starts[b + 1]
+                lo = lower_bound(&run[0], lo, hi, key)
+                hi = lo
+                while hi < n and run[hi] == key:
+                    hi += 1
+                ranges[2 * i] = lo
+                ranges[2 * i + 1] = hi
+                total += hi - lo
+        if total == 0:
+            return None
+        a = out_pos(total)
+        k = out_keys(total)
+        pos = a
+        hs = k
+        with nogil:
+            for i in range(m):
+                for j in range(ranges[2 * i], ranges[2 * i + 1]):
+                    pos[at] = j
+                    hs[at] = keys[i]
+                    at += 1
+        return a, k
+    finally:
+        free(ranges)

@@ -1,0 +1,274 @@
+"""skitter._speedups (compiled) against the Python code it replaces, which stays the reference:
+the tree walk (skitter.parse), the k-gram hashing and winnowing selection, and the near-duplicate
+index's run lookups (skitter.dedup). Each must give exactly what the Python code gives."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from selectolax.lexbor import LexborHTMLParser
+
+from skitter import boilerplate, dedup, parse
+from skitter.demo.web import DemoConfig, DemoWeb
+
+PURE = bool(os.environ.get("SKITTER_PURE_PYTHON"))
+needs_speedups = pytest.mark.skipif(PURE or parse._speedups is None or dedup._speedups is None,
+                                    reason="skitter._speedups not in use")
+
+DOCS = next((p for p in (Path("/usr/share/doc/python3.11/html"), Path("/usr/share/doc/python3/html"))
+             if (p / "index.html").is_file()), None)
+
+
+def tree(html: bytes | str):
+    data = html.encode("utf-8", "surrogatepass") if isinstance(html, str) else html
+    return LexborHTMLParser(parse._defuse_deep_nesting(data), **parse._LEXBOR_KW)
+
+
+def walks_agree(root) -> None:
+    for want_main in (False, True):
+        compiled = parse._walk_compiled(root, want_main)
+        python = parse._walk_py(root, want_main)
+        assert parse._same_walk(compiled, python), want_main
+        assert compiled.text == python.text and compiled.boiler == python.boiler
+
+
+@pytest.mark.skipif(PURE, reason="SKITTER_PURE_PYTHON is set")
+def test_the_install_built_the_compiled_module_and_skitter_uses_it() -> None:
+    """`pip install` (make test, CI) compiles skitter._speedups; with selectolax 1.0 its load-time
+    check passes, so the crawl runs the compiled walk, hashing and lookups."""
+    assert parse._speedups is not None, "skitter._speedups was not built or failed its load-time check"
+    assert parse._walk is parse._walk_compiled
+    assert dedup._speedups is parse._speedups
+
+
+def test_skitter_pure_python_runs_the_python_code() -> None:
+    code = ("import skitter.parse as p, skitter.dedup as d; "
+            "assert p._speedups is None and d._speedups is None and p._walk is p._walk_py; "
+            "print(p.parse_html(b'<p>one <a href=/x>two</a>', 'http://h.test/').links[0].url)")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, SKITTER_PURE_PYTHON="1"),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "http://h.test/x"
+
+
+@needs_speedups
+def test_another_selectolax_gets_the_python_walk(monkeypatch) -> None:
+    import selectolax
+
+    monkeypatch.setattr(selectolax, "__version__", "0.4.7")
+    assert parse._load_speedups() is None
+
+
+@needs_speedups
+def test_setup_refuses_flags_that_differ_from_parses() -> None:
+    ids = LexborHTMLParser(b'<a href="1" rel="2" title="3" alt="4" name="5" content="6" http-equiv="7" '
+                           b'class="8" role="9" aria-hidden="10" hidden="11" style="12">').css_first("a")
+    flags = {"SKIP": 1, "BLOCK": 2, "BOLD": 4, "ITALIC": 8, "A": 16, "AREA": 32, "IMG": 64,
+             "HEADING": 128, "META": 256, "LINKEL": 512, "BASE": 1024, "TITLE": 2048, "BREAK": 4096,
+             "BOILER": 8192, "CONTAINER": 16384}
+    sample = LexborHTMLParser(parse._SELF_CHECK).root
+    try:
+        with pytest.raises(ValueError):
+            parse._speedups.setup(parse._KINDS, parse._TEXT_ID, dict(flags, BOLD=8), ids, [], sample)
+        with pytest.raises(ValueError):   # the sample must carry the walk's attributes, in order
+            parse._speedups.setup(parse._KINDS, parse._TEXT_ID, flags,
+                                  LexborHTMLParser(b'<a rel="1" href="2">').css_first("a"), [], sample)
+    finally:
+        assert parse._load_speedups() is not None   # set up again as skitter.parse does
+
+
+# ---------------------------------------------------------------------------------------------
+# the tree walk
+
+TAGS = st.sampled_from(
+    "a b i em strong p div section span nav ul ol li header footer aside form table td tr main "
+    "article h1 h2 h3 title meta link base area map img br hr input script style noscript template "
+    "iframe select option button textarea svg math pre code x-custom body html head".split())
+ATTRS = st.sampled_from([
+    'href="/p"', 'href=""', "href", 'href="http://other.test/x"', 'href="javascript:void(0)"',
+    'rel="nofollow"', 'rel="canonical"', 'REL="NoFollow ugc"', 'title="T"', 'alt="pic"', 'alt=""',
+    'name="description"', 'name="robots"', 'content="noindex, nofollow"', 'content="a, b"',
+    'http-equiv="content-language"', 'class="nav"', 'class="menu-item"', 'class="site-footer"',
+    'class="skip-link"', 'class="Skip"', 'class="wrapper nav"', 'class="hidden"', 'class="ad-1f"',
+    'class="share"', 'id="footer"', 'id="main"', 'id="sidebar"', 'role="navigation"', 'role="main"',
+    'aria-hidden="true"', 'aria-hidden="false"', "hidden", 'style="display:none"',
+    'style="color: red"', 'data-x="1"', 'lang="de"', 'xlink:href="/svg"',
+    'data-a-very-long-attribute-name="y"'])
+WORDS = st.sampled_from([
+    "alpha", "beta gamma", " ", "  ", "\n", "\t", "\r\n", "\x0b", "\x0c", "\x1c", "\x1f", "\x01",
+    "\x7f", "a  b", "a\tb", " lead", "trail ", "\u00a0", "\u2003", "x\u00a0y", "é", "日本語",
+    "&amp;", "&nbsp;", "&lt;b&gt;", "&#0;", "&bogus;", "<!-- c -->", "<!doctype html>", "x" * 40,
+    "\ufffd", "\U0001F600"])
+
+
+@st.composite
+def documents(draw) -> str:
+    parts = []
+    for _ in range(draw(st.integers(0, 60))):
+        kind = draw(st.integers(0, 4))
+        if kind <= 1:
+            parts.append(draw(WORDS))
+        elif kind == 2:
+            attrs = draw(st.lists(ATTRS, max_size=4))
+            parts.append(f"<{draw(TAGS)}{''.join(' ' + a for a in attrs)}>")
+        elif kind == 3:
+            parts.append(f"</{draw(TAGS)}>")
+        else:
+            parts.append(draw(st.text(max_size=8)))
+    return "".join(parts)
+
+
+@needs_speedups
+@given(documents())
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_compiled_walk_equals_python_walk_on_arbitrary_markup(html: str) -> None:
+    walks_agree(tree(html).root)
+
+
+@needs_speedups
+@given(st.binary(max_size=600))
+@settings(max_examples=200, deadline=None)
+def test_compiled_walk_equals_python_walk_on_arbitrary_bytes(body: bytes) -> None:
+    root = tree(body).root            # invalid UTF-8 too: lexbor keeps it, both replace it
+    if root is not None:
+        walks_agree(root)
+
+
+@needs_speedups
+@given(documents(), st.sampled_from(["http://h.test/a/b.html", "https://x.test/", "not a url"]))
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_pages_are_the_same_with_either_walk(html: str, url: str) -> None:
+    body = html.encode("utf-8", "surrogatepass")
+    compiled = parse.parse_with_main_text(body, url, "text/html")
+    saved = parse._walk
+    parse._walk = parse._walk_py
+    try:
+        python = parse.parse_with_main_text(body, url, "text/html")
+    finally:
+        parse._walk = saved
+    assert compiled == python
+
+
+@needs_speedups
+def test_text_is_collapsed_as_the_python_walk_does() -> None:
+    html = ("<p>a\x1cb \x0b c\x7fd  e\x01f\tg</p><p> x\u00a0 y\u2003z </p><div>\x1f</div>"
+            "<p>caf\u00e9  bar</p><b>\r\n</b><i>end</i>")
+    root = tree(html).root
+    walks_agree(root)
+    assert "a b c\x7fd e\x01f g" in parse._walk_compiled(root).text
+
+
+@needs_speedups
+def test_deep_nesting_grows_the_walks_stack() -> None:
+    html = "<span>" * 5000 + "deep <a href='/d'>link</a>" + "</span>" * 5000
+    root = tree(html).root
+    walks_agree(root)
+    assert parse._walk_compiled(root).links[0][0] == "/d"
+
+
+def test_a_container_without_attributes_is_boilerplate_only_if_a_landmark() -> None:
+    """The rule the compiled walk relies on when it does not ask about such containers."""
+    for tag in boilerplate.CONTAINER_TAGS.split():
+        for depth in range(6):
+            html = "<body>" + "<div>" * depth + f"<{tag}>x</{tag}>" + "<p>after</p>" + "</div>" * depth
+            node = next(n for n in tree(html).root.css(tag) if not n.attributes and
+                        boilerplate.depth_below_body(n) == depth)
+            if tag not in boilerplate.LANDMARKS:
+                assert not boilerplate.is_boilerplate(node, depth), (tag, depth)
+                assert not boilerplate.is_boilerplate(node), (tag, depth)
+
+
+@needs_speedups
+def test_walks_agree_on_the_demo_web() -> None:
+    web = DemoWeb(DemoConfig(), [f"http://127.0.0.{i + 2}:8123" for i in range(DemoConfig().hosts)])
+    checked = 0
+    for url in web.pages():
+        p = urlsplit(url)
+        resp = web.respond(f"{p.scheme}://{p.netloc}", p.path + (f"?{p.query}" if p.query else ""))
+        if (resp.header("Content-Type") or "").startswith("text/html"):
+            text, _ = parse.decode_body(resp.body, resp.header("Content-Type"))
+            walks_agree(tree(text).root)
+            checked += 1
+    assert checked > 300
+
+
+@needs_speedups
+@pytest.mark.skipif(DOCS is None, reason="python3.11-doc is not installed (.ci/run installs it)")
+def test_walks_agree_on_pages_nobody_here_wrote() -> None:
+    files = sorted(DOCS.rglob("*.html"))
+    assert len(files) > 400
+    for f in files[::3]:
+        walks_agree(tree(f.read_bytes()).root)
+
+
+# ---------------------------------------------------------------------------------------------
+# winnowing and the near-duplicate index
+
+TEXTS = st.one_of(
+    st.text(alphabet=st.sampled_from("abcdefghij ABC,.-0123"), max_size=3000),
+    st.text(max_size=800),
+    st.builds(lambda words, n: " ".join(words) * n,
+              st.lists(st.sampled_from(["the", "ship", "Ä", "日本", "x1", "ΣΑΣ"]), max_size=30),
+              st.integers(1, 40)),
+)
+
+
+def python_dedup():
+    """A context in which skitter.dedup runs its NumPy code."""
+    class Pure:
+        def __enter__(self):
+            self.saved = dedup._speedups
+            dedup._speedups = None
+
+        def __exit__(self, *exc):
+            dedup._speedups = self.saved
+
+    return Pure()
+
+
+@needs_speedups
+@given(TEXTS, st.integers(1, 30), st.integers(1, 16), st.integers(1, 300))
+@settings(max_examples=300, deadline=None)
+def test_compiled_hashing_and_selection_equal_numpys(text: str, k: int, w: int, count: int) -> None:
+    compiled = (dedup._codepoints(text), dedup.kgram_hashes(text, k),
+                dedup.winnow_smallest(text, count, k, w))
+    with python_dedup():
+        python = (dedup._codepoints(text), dedup.kgram_hashes(text, k),
+                  dedup.winnow_smallest(text, count, k, w))
+        full = dedup.winnow(text, k, w)
+    for a, b in zip(compiled, python):
+        assert a.dtype == b.dtype and a.tolist() == b.tolist()
+    assert compiled[2].tolist() == full[:count].tolist()
+
+
+@needs_speedups
+def test_compiled_selection_on_a_long_page() -> None:
+    text = " ".join(f"word{i % 997} other{i % 89}" for i in range(20000))
+    got = dedup.winnow_smallest(text, 64)
+    with python_dedup():
+        assert got.tolist() == dedup.winnow_smallest(text, 64).tolist()
+        assert got.tolist() == dedup.winnow(text)[:64].tolist()
+
+
+@needs_speedups
+@given(st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 40), min_size=1, max_size=400),
+       st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 40), max_size=60), st.integers(1, 7))
+@settings(max_examples=300, deadline=None)
+def test_compiled_run_lookup_equals_numpys(stored: list[int], wanted: list[int], bits: int) -> None:
+    keys = np.sort(np.array(stored, dtype=np.uint64))
+    runs = [dedup._Run(keys, np.arange(keys.size, dtype=np.uint32)) for _ in range(2)]
+    runs[1].build_directory(bits)
+    probe = np.array(wanted + stored[::7], dtype=np.uint64)
+    for run in runs:
+        pos, hs = run.lookup(probe)
+        ref_pos, ref_hs = run.lookup_np(probe)
+        assert pos.dtype == np.intp and hs.dtype == np.uint64
+        assert pos.tolist() == ref_pos.tolist() and hs.tolist() == ref_hs.tolist()
