@@ -34,6 +34,7 @@ from typing import Callable
 from .config import CrawlConfig
 from .errors import BadSeedError, CrawlDirError, SkitterError
 from .fetch import Fetcher
+from . import dedup as dedup_module
 from .dedup import SKETCH, NearDupIndex, links_worth_following
 from .frontier.local import LocalFrontier
 from .index import update_index
@@ -149,12 +150,13 @@ class Crawler:
         self.fetched_total = counts["fetched"]
         self.robots_token = product_token(c.user_agent)
         self.neardup = self._load_neardup(db) if c.near_duplicates != "off" else None
-        # what analyse needs besides the response: the same for every page of the crawl. With one
-        # worker process, the crawl process deflates the page text itself (``pack``): the worker
-        # was the busier of the two (1.6 against 1.3 ms of CPU a page on the benchmark; about 6 %
-        # more pages/s with the 0.1 ms moved, docs/benchmarks.md); with more workers, they do it.
+        # what analyse needs besides the response: the same for every page of the crawl. The
+        # worker deflates the page text (``pack``), except with one worker process running the
+        # Python walk (skitter._speedups not built): that worker is the busier of the two
+        # processes, so the crawl process does it (docs/benchmarks.md).
+        pack = c.worker_count() != 1 or dedup_module._speedups is not None
         self._analyse_opts = (self.robots_token, 0 if self.neardup is None else self.neardup.probe,
-                              getattr(self.scorer, "reads_text", True), c.worker_count() != 1)
+                              getattr(self.scorer, "reads_text", True), pack)
         self.frontier.gate = self._gate
 
     def _load_neardup(self, db: CrawlDB) -> NearDupIndex:
