@@ -14,12 +14,15 @@ before ``skitter.parse`` uses :func:`walk`, and ``skitter.parse`` also compares 
 result with its Python walk on that document; any difference and the Python walk is used.
 """
 
-from libc.stdint cimport uintptr_t, uint64_t, uint32_t
-from libc.stdlib cimport malloc, realloc, free
+from libc.stdint cimport uintptr_t, uint64_t, uint32_t, int32_t, int64_t
+from libc.math cimport floor
+from libc.stdlib cimport malloc, realloc, free, qsort
 from libc.string cimport memcmp, memcpy
 from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_DATA
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.pycapsule cimport PyCapsule_GetPointer
+
+import numpy as np
 
 cdef extern from *:
     """
@@ -757,6 +760,53 @@ cdef inline Py_ssize_t lower_bound(const uint64_t *a, Py_ssize_t lo, Py_ssize_t 
     return lo
 
 
+cdef inline Py_ssize_t find_range(const uint64_t *run, Py_ssize_t n, const uint32_t *starts,
+                                   int shift, uint64_t key, Py_ssize_t *out) noexcept nogil:
+    """The postings of ``key`` in ``run[:n]``: ``out[0]:out[1]``; returns their number. ``starts``:
+    the run's bucket directory (NULL: bisection of the whole run)."""
+    cdef Py_ssize_t lo = 0, hi = n
+    cdef uint64_t b
+    if starts != NULL:
+        b = key >> shift if shift < 64 else 0    # (a shift by 64 is undefined in C)
+        lo = starts[b]
+        hi = starts[b + 1]
+    lo = lower_bound(run, lo, hi, key)
+    hi = lo
+    while hi < n and run[hi] == key:
+        hi += 1
+    out[0] = lo
+    out[1] = hi
+    return hi - lo
+
+
+def count_postings(list runs, const uint64_t[::1] keys):
+    """How many postings ``keys`` have in all ``runs`` together (``(keys, starts or None, shift)``
+    each, as :func:`run_lookup` takes them): ``NearDupIndex.query``'s first test, which ends most
+    queries, in one call and without building the postings."""
+    cdef Py_ssize_t total = 0, i, n, m = keys.shape[0]
+    cdef Py_ssize_t rng[2]
+    cdef const uint64_t[::1] run
+    cdef const uint32_t[::1] starts
+    cdef const uint32_t *dirp
+    cdef int shift
+    for item in runs:
+        run = item[0]
+        n = run.shape[0]
+        if n == 0 or m == 0:
+            continue
+        shift = item[2]
+        dirp = NULL
+        if item[1] is not None:
+            starts = item[1]
+            if shift < 1 or shift > 64 or starts.shape[0] != (<Py_ssize_t> 1 << (64 - shift)) + 1:
+                raise ValueError("count_postings: the directory does not match the shift")
+            dirp = &starts[0]
+        with nogil:
+            for i in range(m):
+                total += find_range(&run[0], n, dirp, shift, keys[i], rng)
+    return total
+
+
 def run_lookup(const uint64_t[::1] run, const uint32_t[::1] starts, int shift,
                const uint64_t[::1] keys, out_pos, out_keys):
     """``skitter.dedup._Run.lookup``: the postings of ``keys`` in the sorted ``run``, key by key in
@@ -764,35 +814,25 @@ def run_lookup(const uint64_t[::1] run, const uint32_t[::1] starts, int shift,
     first posting of each bucket of the top ``64 - shift`` bits), or None: bisection.
     ``out_pos``, ``out_keys``: called with the number of postings found, they return arrays
     (intp, uint64) of that size to fill. Returns the filled pair, or None if nothing was found."""
-    cdef Py_ssize_t n = run.shape[0], m = keys.shape[0], i, lo, hi, total = 0, j, at = 0
+    cdef Py_ssize_t n = run.shape[0], m = keys.shape[0], i, total = 0, j, at = 0
     cdef Py_ssize_t *ranges
-    cdef uint64_t key, b
     cdef Py_ssize_t[::1] pos
     cdef uint64_t[::1] hs
+    cdef const uint32_t *dirp = NULL
     if m == 0 or n == 0:
         return None
     if starts is not None and (shift < 1 or shift > 64 or
                                starts.shape[0] != (<Py_ssize_t> 1 << (64 - shift)) + 1):
         raise ValueError("run_lookup: the directory does not match the shift")
+    if starts is not None:
+        dirp = &starts[0]
     ranges = <Py_ssize_t *> malloc(2 * m * sizeof(Py_ssize_t))
     if ranges == NULL:
         raise MemoryError()
     try:
         with nogil:
             for i in range(m):
-                key = keys[i]
-                if starts is None:
-                    lo, hi = 0, n
-                else:
-                    b = key >> shift if shift < 64 else 0    # (a shift by 64 is undefined in C)
-                    lo, hi = starts[b], starts[b + 1]
-                lo = lower_bound(&run[0], lo, hi, key)
-                hi = lo
-                while hi < n and run[hi] == key:
-                    hi += 1
-                ranges[2 * i] = lo
-                ranges[2 * i + 1] = hi
-                total += hi - lo
+                total += find_range(&run[0], n, dirp, shift, keys[i], &ranges[2 * i])
         if total == 0:
             return None
         a = out_pos(total)
@@ -808,3 +848,93 @@ def run_lookup(const uint64_t[::1] run, const uint32_t[::1] starts, int shift,
         return a, k
     finally:
         free(ranges)
+
+
+cdef int _cmp_u32(const void *a, const void *b) noexcept nogil:
+    cdef uint32_t x = (<const uint32_t *> a)[0], y = (<const uint32_t *> b)[0]
+    return (x > y) - (x < y)
+
+
+def gen_candidates(list runs, const uint64_t[::1] keys, const int32_t[::1] sk_len, double need,
+                   int min_sample):
+    """``NearDupIndex._candidates_np`` for one generation, when no hash is over ``max_df``: the
+    documents (indexes into the generation) that the postings of ``keys`` in its ``runs``
+    (``(keys, docs, starts or None, shift)`` each) name, with how many postings each has (its
+    hits), kept if ``hits >= max(1, floor(need * min(sk_len[doc], min_sample)))``. Returns
+    ``(documents met, kept documents (int64), their hits (int64))``, the documents ascending."""
+    cdef Py_ssize_t m = keys.shape[0], i, j, n, total = 0, at = 0, found = 0, kept = 0
+    cdef Py_ssize_t rng[2]
+    cdef const uint64_t[::1] run
+    cdef const uint32_t[::1] rdocs
+    cdef const uint32_t[::1] starts
+    cdef const uint32_t *dirp
+    cdef uint32_t *docs = NULL
+    cdef Py_ssize_t cap = 256
+    cdef uint32_t *grown
+    cdef int shift
+    cdef int64_t[::1] out_docs
+    cdef int64_t[::1] out_hits
+    cdef uint32_t d
+    cdef Py_ssize_t h, length
+    docs = <uint32_t *> malloc(cap * sizeof(uint32_t))
+    if docs == NULL:
+        raise MemoryError()
+    try:
+        for item in runs:
+            run = item[0]
+            rdocs = item[1]
+            n = run.shape[0]
+            if n == 0 or m == 0:
+                continue
+            if rdocs.shape[0] != n:
+                raise ValueError("gen_candidates: a run's docs and keys differ in length")
+            shift = item[3]
+            dirp = NULL
+            if item[2] is not None:
+                starts = item[2]
+                if shift < 1 or shift > 64 or starts.shape[0] != (<Py_ssize_t> 1 << (64 - shift)) + 1:
+                    raise ValueError("gen_candidates: the directory does not match the shift")
+                dirp = &starts[0]
+            for i in range(m):
+                total = find_range(&run[0], n, dirp, shift, keys[i], rng)
+                if total == 0:
+                    continue
+                if at + total > cap:
+                    while at + total > cap:
+                        cap *= 2
+                    grown = <uint32_t *> realloc(docs, cap * sizeof(uint32_t))
+                    if grown == NULL:
+                        raise MemoryError()
+                    docs = grown
+                for j in range(rng[0], rng[1]):
+                    docs[at] = rdocs[j]
+                    at += 1
+        if at == 0:
+            return 0, None, None
+        qsort(docs, at, sizeof(uint32_t), _cmp_u32)
+        for i in range(at):
+            found += i == 0 or docs[i] != docs[i - 1]
+        a = np.empty(found, dtype=np.int64)
+        b = np.empty(found, dtype=np.int64)
+        out_docs = a
+        out_hits = b
+        i = 0
+        while i < at:
+            d = docs[i]
+            j = i
+            while j < at and docs[j] == d:
+                j += 1
+            h = j - i
+            if d >= <uint32_t> sk_len.shape[0]:
+                raise ValueError("gen_candidates: a document outside the generation")
+            length = sk_len[d]
+            if length > min_sample:
+                length = min_sample
+            if h >= 1 and h >= floor(need * length):
+                out_docs[kept] = d
+                out_hits[kept] = h
+                kept += 1
+            i = j
+        return found, a[:kept], b[:kept]
+    finally:
+        free(docs)

@@ -482,18 +482,20 @@ class _Run:
     flushed between queries, a query took 119-188 µs before and 110-170 µs with directories; where
     the index is small and stays in the caches, directories cost ~10 % (docs/benchmarks.md, stop 12)."""
 
-    __slots__ = ("keys", "docs", "starts", "shift")
+    __slots__ = ("keys", "docs", "starts", "shift", "shift_bits")
 
     def __init__(self, keys: np.ndarray, docs: np.ndarray) -> None:
         self.keys = keys
         self.docs = docs
         self.starts: np.ndarray | None = None     # None: searched by bisection (shift unused)
+        self.shift_bits = 0                         # int(shift), for the compiled lookups
         if keys.size >= _DIRECTORY_MIN:
             self.build_directory((keys.size // _BUCKET).bit_length() - 1)
 
     def build_directory(self, bits: int) -> None:
         """A directory of the 2**bits buckets of the keys' top ``bits`` bits."""
         self.shift = np.uint64(64 - bits)
+        self.shift_bits = 64 - bits
         # the first posting of each bucket: a search for the bucket's lowest key (2 bytes a
         # posting of scratch; the bucket numbers of every key would take 8, at each merge)
         starts = np.empty((1 << bits) + 1, dtype=np.uint32)
@@ -508,7 +510,7 @@ class _Run:
     def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The postings of ``keys`` (scrambled hashes): their positions, and the key of each."""
         if _speedups is not None:
-            found = _speedups.run_lookup(self.keys, self.starts, 0 if self.starts is None else int(self.shift),
+            found = _speedups.run_lookup(self.keys, self.starts, self.shift_bits,
                                          np.ascontiguousarray(keys, dtype=_U64), _new_positions, _new_keys)
             return (_NO_POS, _EMPTY) if found is None else found
         return self.lookup_np(keys)
@@ -798,47 +800,23 @@ class NearDupIndex:
         # exactly the hits a lookup of all of them would count.
         size = _probe_size(self.sketch, need)
         probe = _scramble(a if size is None else a[:size])
-        found = []                                  # (generation, run, posting positions, their hashes)
+        least = max(1, int(np.floor(need * self.min_sample)))   # floor: a product like 0.28 * 25
+        # lands just above 7 in floating point, and 7 of 25 does qualify
         postings = 0
-        for g, gen in enumerate(self._gens):
-            for run in gen.runs:
-                pos, hs = run.lookup(probe)
-                if pos.size:
-                    found.append((g, run, pos, hs))
-                    postings += pos.size
-        # a page qualifies only on at least min_sample * need shared sampled hashes (resemblance
-        # needs a union, containment an n_a, of min_sample): with fewer postings found in all,
-        # none can (most queries stop here; last_candidates is then the postings, an upper bound)
-        if postings < max(1, int(np.floor(need * self.min_sample))):   # floor: a product like
-            # 0.28 * 25 lands just above 7 in floating point, and 7 of 25 does qualify
-            self.last_candidates = postings
-            return []
-        if self.max_df < postings:                  # a hash in too many documents is boilerplate
-            uh, df = np.unique(np.concatenate([f[3] for f in found]), return_counts=True)
-            common = uh[df > self.max_df]
-            if common.size:
-                found = [(g, run, pos[keep], hs[keep]) for g, run, pos, hs in found
-                         for keep in [~np.isin(hs, common)]]
-        per_gen: dict[int, list[np.ndarray]] = defaultdict(list)
-        for g, run, pos, _ in found:
-            if pos.size:
-                per_gen[g].append(run.docs[pos])
+        if _speedups is not None:   # _candidates_np's first test, in one compiled call over every run
+            postings = _speedups.count_postings(
+                [(run.keys, run.starts, run.shift_bits) for gen in self._gens for run in gen.runs], probe)
+            if postings < least:
+                self.last_candidates = postings
+                return []
         out_ids, out_res, out_con = [], [], []
-        for g, parts in per_gen.items():
-            gen = self._gens[g]
-            docs = np.sort(np.concatenate(parts))
-            starts = np.flatnonzero(np.concatenate(([True], docs[1:] != docs[:-1])))
-            cand = docs[starts].astype(np.int64)
-            hits = np.diff(np.append(starts, docs.size))
-            self.last_candidates += int(cand.size)
-            # 2. a cheap necessary condition before the estimates: enough shared sampled hashes
-            sk_len = gen.n.view()[cand]
-            worth = hits >= np.maximum(1, np.floor(need * np.minimum(sk_len, self.min_sample)))
-            cand, hits, sk_len = cand[worth], hits[worth], sk_len[worth]
+        for gen, cand, hits in (self._candidates_compiled(probe, need) if _speedups is not None
+                                and postings <= self.max_df else self._candidates_np(probe, need, least)):
             self.last_compared += int(cand.size)
             if cand.size == 0:
                 continue
             # 3. the estimates, on the region of hash space where each stored sketch is complete
+            sk_len = gen.n.view()[cand]
             complete = sk_len < self.sketch
             tau = gen.tau.view()[cand]
             n_a = np.where(complete, a.size, np.searchsorted(a, tau, "right"))
@@ -859,6 +837,57 @@ class NearDupIndex:
         if limit is not None:
             order = order[:limit]
         return [(int(ids[i]), float(res[i]), float(con[i])) for i in order]
+
+    def _candidates_compiled(self, probe: np.ndarray, need: float):
+        """``_candidates_np``, each generation in one compiled call (``skitter._speedups``); used
+        when no hash can be over ``max_df`` (fewer postings in all)."""
+        for gen in self._gens:
+            found, cand, hits = _speedups.gen_candidates(
+                [(run.keys, run.docs, run.starts, run.shift_bits) for run in gen.runs], probe,
+                gen.n.view(), need, self.min_sample)
+            if found:
+                self.last_candidates += found
+                yield gen, cand, hits
+
+    def _candidates_np(self, probe: np.ndarray, need: float, least: int):
+        """Per generation with postings of ``probe``: ``(generation, documents, their hits)``, the
+        documents that share enough sampled hashes with the new page to be worth the estimates
+        (``query``'s steps 1 and 2; ``last_candidates`` counts the documents met)."""
+        found = []                                  # (generation, run, posting positions, their hashes)
+        postings = 0
+        for g, gen in enumerate(self._gens):
+            for run in gen.runs:
+                pos, hs = run.lookup(probe)
+                if pos.size:
+                    found.append((g, run, pos, hs))
+                    postings += pos.size
+        # a page qualifies only on at least min_sample * need shared sampled hashes (resemblance
+        # needs a union, containment an n_a, of min_sample): with fewer postings found in all,
+        # none can (most queries stop here; last_candidates is then the postings, an upper bound)
+        if postings < least:
+            self.last_candidates = postings
+            return
+        if self.max_df < postings:                  # a hash in too many documents is boilerplate
+            uh, df = np.unique(np.concatenate([f[3] for f in found]), return_counts=True)
+            common = uh[df > self.max_df]
+            if common.size:
+                found = [(g, run, pos[keep], hs[keep]) for g, run, pos, hs in found
+                         for keep in [~np.isin(hs, common)]]
+        per_gen: dict[int, list[np.ndarray]] = defaultdict(list)
+        for g, run, pos, _ in found:
+            if pos.size:
+                per_gen[g].append(run.docs[pos])
+        for g, parts in per_gen.items():
+            gen = self._gens[g]
+            docs = np.sort(np.concatenate(parts))
+            starts = np.flatnonzero(np.concatenate(([True], docs[1:] != docs[:-1])))
+            cand = docs[starts].astype(np.int64)
+            hits = np.diff(np.append(starts, docs.size))
+            self.last_candidates += int(cand.size)
+            # 2. a cheap necessary condition before the estimates: enough shared sampled hashes
+            sk_len = gen.n.view()[cand]
+            worth = hits >= np.maximum(1, np.floor(need * np.minimum(sk_len, self.min_sample)))
+            yield gen, cand[worth], hits[worth]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -272,3 +272,36 @@ def test_compiled_run_lookup_equals_numpys(stored: list[int], wanted: list[int],
         ref_pos, ref_hs = run.lookup_np(probe)
         assert pos.dtype == np.intp and hs.dtype == np.uint64
         assert pos.tolist() == ref_pos.tolist() and hs.tolist() == ref_hs.tolist()
+
+
+@needs_speedups
+@pytest.mark.parametrize("max_df, directory_min", [(100, 1 << 40), (5000, 64)])
+def test_compiled_queries_equal_numpys(max_df: int, directory_min: int, monkeypatch) -> None:
+    """Whole queries: the compiled count and candidate steps against the NumPy ones, with
+    near-copies, hashes over max_df (which the NumPy path handles), two generations, directories,
+    low thresholds (many candidates) and the index's own."""
+    rng = np.random.default_rng(5)
+    common = rng.integers(0, 2**64 - 1, 40, dtype=np.uint64, endpoint=True)
+    docs = []
+    for i in range(500):
+        own = rng.integers(0, 2**64 - 1, 300, dtype=np.uint64, endpoint=True)
+        if i > 10 and i % 3 == 0:
+            own = np.concatenate((docs[i // 2][: 200 + i % 100], own[:30]))
+        if i % 7 == 0:                                   # a tiny page: two of an earlier page's hashes
+            own = docs[i // 2][:2] if i else own[:2]
+        docs.append(np.concatenate((own, common[: i % 40])))
+    monkeypatch.setattr(dedup, "_DIRECTORY_MIN", directory_min)
+    index = dedup.NearDupIndex(max_df=max_df, window=350)
+    matched = 0
+    for i, fps in enumerate(docs):
+        for args in ((), (0.2,), (0.9,), (0.01,)):
+            kw = {"containment": 0.3} if args == (0.2,) else {"containment": 0.01} if args == (0.01,) else {}
+            got = index.query(fps, *args, **kw)
+            counts = (index.last_candidates, index.last_compared)
+            with python_dedup():
+                assert index.query(fps, *args, **kw) == got
+                assert (index.last_candidates, index.last_compared) == counts
+            matched += bool(got)
+        index.add(i, fps)
+    assert matched > 150 and len(index._gens) > 1
+    assert any(r.starts is not None for g in index._gens for r in g.runs) == (directory_min == 64)
