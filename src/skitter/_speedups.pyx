@@ -25,6 +25,9 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 import numpy as np
 
 cdef extern from *:
+    void __builtin_prefetch(const void *addr) nogil
+
+cdef extern from *:
     """
     /* lexbor 2.x (lexbor/core/str.h, lexbor/core/hash.h, lexbor/dom/interfaces/node.h,
        element.h, attr.h, character_data.h), the members skitter reads. */
@@ -779,31 +782,73 @@ cdef inline Py_ssize_t find_range(const uint64_t *run, Py_ssize_t n, const uint3
     return hi - lo
 
 
+cdef Py_ssize_t find_ranges(const uint64_t *run, Py_ssize_t n, const uint32_t *starts, int shift,
+                            const uint64_t *keys, Py_ssize_t m, Py_ssize_t *ranges) noexcept nogil:
+    """``find_range`` of every key (``ranges[2i]:ranges[2i + 1]``); returns the postings in all.
+    With a directory, in three passes that prefetch each key's bucket offsets, then its keys: the
+    index is cold between two pages of a crawl, and the keys' cache misses then overlap instead of
+    following one another (a query's lookups were mostly memory latency)."""
+    cdef Py_ssize_t i, lo, hi, total = 0
+    cdef uint64_t b
+    if starts == NULL or m < 4:
+        for i in range(m):
+            total += find_range(run, n, starts, shift, keys[i], &ranges[2 * i])
+        return total
+    for i in range(m):
+        b = keys[i] >> shift if shift < 64 else 0
+        __builtin_prefetch(&starts[b])
+    for i in range(m):
+        b = keys[i] >> shift if shift < 64 else 0
+        lo = starts[b]
+        hi = starts[b + 1]
+        ranges[2 * i] = lo
+        ranges[2 * i + 1] = hi
+        if lo < hi:
+            __builtin_prefetch(&run[lo])
+            __builtin_prefetch(&run[(lo + hi) >> 1])
+    for i in range(m):
+        lo = lower_bound(run, ranges[2 * i], ranges[2 * i + 1], keys[i])
+        hi = lo
+        while hi < n and run[hi] == keys[i]:
+            hi += 1
+        ranges[2 * i] = lo
+        ranges[2 * i + 1] = hi
+        total += hi - lo
+    return total
+
+
 def count_postings(list runs, const uint64_t[::1] keys):
     """How many postings ``keys`` have in all ``runs`` together (``(keys, starts or None, shift)``
     each, as :func:`run_lookup` takes them): ``NearDupIndex.query``'s first test, which ends most
     queries, in one call and without building the postings."""
-    cdef Py_ssize_t total = 0, i, n, m = keys.shape[0]
-    cdef Py_ssize_t rng[2]
+    cdef Py_ssize_t total = 0, n, m = keys.shape[0]
     cdef const uint64_t[::1] run
     cdef const uint32_t[::1] starts
     cdef const uint32_t *dirp
     cdef int shift
-    for item in runs:
-        run = item[0]
-        n = run.shape[0]
-        if n == 0 or m == 0:
-            continue
-        shift = item[2]
-        dirp = NULL
-        if item[1] is not None:
-            starts = item[1]
-            if shift < 1 or shift > 64 or starts.shape[0] != (<Py_ssize_t> 1 << (64 - shift)) + 1:
-                raise ValueError("count_postings: the directory does not match the shift")
-            dirp = &starts[0]
-        with nogil:
-            for i in range(m):
-                total += find_range(&run[0], n, dirp, shift, keys[i], rng)
+    cdef Py_ssize_t *ranges
+    if m == 0:
+        return 0
+    ranges = <Py_ssize_t *> malloc(2 * m * sizeof(Py_ssize_t))
+    if ranges == NULL:
+        raise MemoryError()
+    try:
+        for item in runs:
+            run = item[0]
+            n = run.shape[0]
+            if n == 0:
+                continue
+            shift = item[2]
+            dirp = NULL
+            if item[1] is not None:
+                starts = item[1]
+                if shift < 1 or shift > 64 or starts.shape[0] != (<Py_ssize_t> 1 << (64 - shift)) + 1:
+                    raise ValueError("count_postings: the directory does not match the shift")
+                dirp = &starts[0]
+            with nogil:
+                total += find_ranges(&run[0], n, dirp, shift, &keys[0], m, ranges)
+    finally:
+        free(ranges)
     return total
 
 
@@ -831,8 +876,7 @@ def run_lookup(const uint64_t[::1] run, const uint32_t[::1] starts, int shift,
         raise MemoryError()
     try:
         with nogil:
-            for i in range(m):
-                total += find_range(&run[0], n, dirp, shift, keys[i], &ranges[2 * i])
+            total = find_ranges(&run[0], n, dirp, shift, &keys[0], m, ranges)
         if total == 0:
             return None
         a = out_pos(total)
@@ -863,7 +907,7 @@ def gen_candidates(list runs, const uint64_t[::1] keys, const int32_t[::1] sk_le
     hits), kept if ``hits >= max(1, floor(need * min(sk_len[doc], min_sample)))``. Returns
     ``(documents met, kept documents (int64), their hits (int64))``, the documents ascending."""
     cdef Py_ssize_t m = keys.shape[0], i, j, n, total = 0, at = 0, found = 0, kept = 0
-    cdef Py_ssize_t rng[2]
+    cdef Py_ssize_t *ranges = NULL
     cdef const uint64_t[::1] run
     cdef const uint32_t[::1] rdocs
     cdef const uint32_t[::1] starts
@@ -876,15 +920,20 @@ def gen_candidates(list runs, const uint64_t[::1] keys, const int32_t[::1] sk_le
     cdef int64_t[::1] out_hits
     cdef uint32_t d
     cdef Py_ssize_t h, length
+    if m == 0:
+        return 0, None, None
     docs = <uint32_t *> malloc(cap * sizeof(uint32_t))
-    if docs == NULL:
+    ranges = <Py_ssize_t *> malloc(2 * m * sizeof(Py_ssize_t))
+    if docs == NULL or ranges == NULL:
+        free(docs)
+        free(ranges)
         raise MemoryError()
     try:
         for item in runs:
             run = item[0]
             rdocs = item[1]
             n = run.shape[0]
-            if n == 0 or m == 0:
+            if n == 0:
                 continue
             if rdocs.shape[0] != n:
                 raise ValueError("gen_candidates: a run's docs and keys differ in length")
@@ -895,18 +944,19 @@ def gen_candidates(list runs, const uint64_t[::1] keys, const int32_t[::1] sk_le
                 if shift < 1 or shift > 64 or starts.shape[0] != (<Py_ssize_t> 1 << (64 - shift)) + 1:
                     raise ValueError("gen_candidates: the directory does not match the shift")
                 dirp = &starts[0]
+            with nogil:
+                total = find_ranges(&run[0], n, dirp, shift, &keys[0], m, ranges)
+            if total == 0:
+                continue
+            if at + total > cap:
+                while at + total > cap:
+                    cap *= 2
+                grown = <uint32_t *> realloc(docs, cap * sizeof(uint32_t))
+                if grown == NULL:
+                    raise MemoryError()
+                docs = grown
             for i in range(m):
-                total = find_range(&run[0], n, dirp, shift, keys[i], rng)
-                if total == 0:
-                    continue
-                if at + total > cap:
-                    while at + total > cap:
-                        cap *= 2
-                    grown = <uint32_t *> realloc(docs, cap * sizeof(uint32_t))
-                    if grown == NULL:
-                        raise MemoryError()
-                    docs = grown
-                for j in range(rng[0], rng[1]):
+                for j in range(ranges[2 * i], ranges[2 * i + 1]):
                     docs[at] = rdocs[j]
                     at += 1
         if at == 0:
@@ -938,3 +988,34 @@ def gen_candidates(list runs, const uint64_t[::1] keys, const int32_t[::1] sk_le
         return found, a[:kept], b[:kept]
     finally:
         free(docs)
+        free(ranges)
+
+
+def merge_runs(const uint64_t[::1] k1, const uint32_t[::1] d1, const uint64_t[::1] k2,
+               const uint32_t[::1] d2, uint64_t[::1] keys, uint32_t[::1] docs):
+    """``skitter.dedup._merge``: two sorted runs (keys, docs) into ``keys``, ``docs``, the first
+    run's postings first among equal keys (a stable merge), in one sequential pass."""
+    cdef Py_ssize_t n1 = k1.shape[0], n2 = k2.shape[0], i = 0, j = 0, o = 0
+    if d1.shape[0] != n1 or d2.shape[0] != n2 or keys.shape[0] != n1 + n2 or docs.shape[0] != n1 + n2:
+        raise ValueError("merge_runs: bad sizes")
+    with nogil:
+        while i < n1 and j < n2:
+            if k2[j] < k1[i]:
+                keys[o] = k2[j]
+                docs[o] = d2[j]
+                j += 1
+            else:
+                keys[o] = k1[i]
+                docs[o] = d1[i]
+                i += 1
+            o += 1
+        while i < n1:
+            keys[o] = k1[i]
+            docs[o] = d1[i]
+            i += 1
+            o += 1
+        while j < n2:
+            keys[o] = k2[j]
+            docs[o] = d2[j]
+            j += 1
+            o += 1

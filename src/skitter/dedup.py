@@ -560,6 +560,11 @@ def _merge(older: _Run, newer: _Run) -> _Run:
     of the largest runs)."""
     k1, d1 = older.keys, older.docs
     k2, d2 = newer.keys, newer.docs
+    if _speedups is not None:   # the same merge in one sequential pass, compiled
+        keys = np.empty(k1.size + k2.size, dtype=k1.dtype)
+        docs = np.empty(keys.size, dtype=d1.dtype)
+        _speedups.merge_runs(k1, d1, k2, d2, keys, docs)
+        return _Run(keys, docs)
     at = np.searchsorted(k1, k2, "right")
     at += np.arange(k2.size, dtype=at.dtype)
     old = np.ones(k1.size + k2.size, dtype=bool)

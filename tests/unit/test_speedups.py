@@ -305,3 +305,20 @@ def test_compiled_queries_equal_numpys(max_df: int, directory_min: int, monkeypa
         index.add(i, fps)
     assert matched > 150 and len(index._gens) > 1
     assert any(r.starts is not None for g in index._gens for r in g.runs) == (directory_min == 64)
+
+
+@needs_speedups
+@given(st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 30), max_size=300),
+       st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 30), max_size=100))
+@settings(max_examples=300, deadline=None)
+def test_compiled_merge_equals_numpys(older: list[int], newer: list[int]) -> None:
+    k1 = np.sort(np.array(older, dtype=np.uint64))
+    k2 = np.sort(np.array(newer, dtype=np.uint64))
+    runs = (dedup._Run(k1, np.arange(k1.size, dtype=np.uint32)),
+            dedup._Run(k2, np.arange(k1.size, k1.size + k2.size, dtype=np.uint32)))
+    compiled = dedup._merge(*runs)
+    with python_dedup():
+        python = dedup._merge(*runs)
+    assert compiled.keys.dtype == python.keys.dtype and compiled.docs.dtype == python.docs.dtype
+    assert compiled.keys.tolist() == python.keys.tolist()
+    assert compiled.docs.tolist() == python.docs.tolist()     # the older run first among equal keys
