@@ -1,17 +1,22 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Compiled versions of the worker's two hottest loops, used when this module was built (it is
-optional: ``skitter.parse`` and ``skitter.dedup`` fall back to their Python versions, which stay
-the reference the tests compare these with):
+"""Compiled versions of the hottest loops of the worker and of the near-duplicate index, used
+when this module was built (it is optional: ``skitter.parse`` and ``skitter.dedup`` fall back to
+their Python versions, which stay the reference the tests compare these with):
 
 - :func:`walk`: ``skitter.parse._walk`` over lexbor's tree, reading lexbor's node, element and
   attribute structures directly instead of creating a Python object per node;
-- :func:`kgram_hashes`: ``skitter.dedup.kgram_hashes`` in one pass instead of eight NumPy passes.
+- :func:`ascii_codepoints`, :func:`kgram_hashes`, :func:`select_below`: ``skitter.dedup``'s
+  normalisation, k-gram hashing and winnowing selection, each in one pass instead of several
+  NumPy passes;
+- :func:`count_postings`, :func:`gen_candidates`, :func:`run_lookup`, :func:`merge_runs`: the
+  near-duplicate index's lookups and merges (``skitter.dedup.NearDupIndex``, ``_Run``).
 
 The tree is the one selectolax built: a node's address is its ``mem_id``. selectolax does not
-export lexbor's C API to other extensions, so the structure layouts below are lexbor's (2.x, as
-bundled by selectolax 1.0). :func:`setup` checks them against selectolax on a sample document
-before ``skitter.parse`` uses :func:`walk`, and ``skitter.parse`` also compares the whole walk's
-result with its Python walk on that document; any difference and the Python walk is used.
+publish lexbor's headers or C API to other extensions, so the structure layouts below are
+declared here: lexbor's, as selectolax 1.0.x bundles it (lexbor 3.1). :func:`setup` checks them
+against selectolax on a sample document before ``skitter.parse`` uses :func:`walk`, and
+``skitter.parse`` also compares the whole walk's result with its Python walk on that document;
+any difference and the Python walk is used.
 """
 
 from libc.stdint cimport uintptr_t, uint64_t, uint32_t, int32_t, int64_t
@@ -29,8 +34,8 @@ cdef extern from *:
 
 cdef extern from *:
     """
-    /* lexbor 2.x (lexbor/core/str.h, lexbor/core/hash.h, lexbor/dom/interfaces/node.h,
-       element.h, attr.h, character_data.h), the members skitter reads. */
+    /* lexbor (lexbor/core/str.h, lexbor/core/hash.h, lexbor/dom/interfaces/node.h, element.h,
+       attr.h, character_data.h), up to the last member skitter reads. */
     typedef struct { unsigned char *data; size_t length; } sk_str_t;
     typedef struct sk_node_s sk_node_t;
     struct sk_node_s {
@@ -331,7 +336,8 @@ cdef str deep_text(sk_node_t *node):
 
 def setup(dict kinds, int text_id, dict flags, ids, landmarks, root_html):
     """Load skitter.parse's tag kinds and check this module's view of lexbor against
-    selectolax's. ``flags``: parse's flag values by name (must equal this module's). ``ids``: a
+    selectolax's. ``flags``: parse's element kind flags and link record indexes by name (must
+    equal this module's). ``ids``: a
     parsed ``<a>`` whose attributes are ``_ATTR_NAMES`` in that order, to learn their ids.
     ``landmarks``: the tag ids of ``boilerplate.LANDMARKS``. ``root_html``: any parsed node, to
     check the structure layouts against. Raises on a mismatch."""
@@ -343,9 +349,10 @@ def setup(dict kinds, int text_id, dict flags, ids, landmarks, root_html):
     _ready = False
     mine = dict(SKIP=K_SKIP, BLOCK=K_BLOCK, BOLD=K_BOLD, ITALIC=K_ITALIC, A=K_A, AREA=K_AREA,
                 IMG=K_IMG, HEADING=K_HEADING, META=K_META, LINKEL=K_LINKEL, BASE=K_BASE,
-                TITLE=K_TITLE, BREAK=K_BREAK, BOILER=K_BOILER, CONTAINER=K_CONTAINER)
+                TITLE=K_TITLE, BREAK=K_BREAK, BOILER=K_BOILER, CONTAINER=K_CONTAINER,
+                L_BOLD=L_BOLD, L_ITALIC=L_ITALIC, L_ALT=L_ALT, L_END=L_END, L_PREV=L_PREV)
     if flags != mine:
-        raise ValueError("element kind flags differ from skitter.parse's")
+        raise ValueError("element kinds or link record indexes differ from skitter.parse's")
     # attribute name ids, from the sample element (its attributes in _ATTR_NAMES order)
     if list(ids.attributes) != list(_ATTR_NAMES):
         raise ValueError("the sample element does not carry the walk's attributes")

@@ -569,7 +569,8 @@ def _load_speedups():
         sample = LexborHTMLParser(_SELF_CHECK, **_LEXBOR_KW)
         flags = {name[1:]: value for name, value in globals().items()
                  if name in ("_SKIP", "_BLOCK", "_BOLD", "_ITALIC", "_A", "_AREA", "_IMG", "_HEADING",
-                             "_META", "_LINKEL", "_BASE", "_TITLE", "_BREAK", "_BOILER", "_CONTAINER")}
+                             "_META", "_LINKEL", "_BASE", "_TITLE", "_BREAK", "_BOILER", "_CONTAINER",
+                             "_L_BOLD", "_L_ITALIC", "_L_ALT", "_L_END", "_L_PREV")}
         landmarks = [ids.parser.create_node(tag).tag_id for tag in boilerplate.LANDMARKS]
         mod.setup(_KINDS, _TEXT_ID, flags, ids, landmarks, sample.root)
         for want_main in (False, True):

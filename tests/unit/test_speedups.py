@@ -73,11 +73,14 @@ def test_setup_refuses_flags_that_differ_from_parses() -> None:
                            b'class="8" role="9" aria-hidden="10" hidden="11" style="12">').css_first("a")
     flags = {"SKIP": 1, "BLOCK": 2, "BOLD": 4, "ITALIC": 8, "A": 16, "AREA": 32, "IMG": 64,
              "HEADING": 128, "META": 256, "LINKEL": 512, "BASE": 1024, "TITLE": 2048, "BREAK": 4096,
-             "BOILER": 8192, "CONTAINER": 16384}
+             "BOILER": 8192, "CONTAINER": 16384, "L_BOLD": 4, "L_ITALIC": 5, "L_ALT": 7, "L_END": 3,
+             "L_PREV": 9}
     sample = LexborHTMLParser(parse._SELF_CHECK).root
     try:
         with pytest.raises(ValueError):
             parse._speedups.setup(parse._KINDS, parse._TEXT_ID, dict(flags, BOLD=8), ids, [], sample)
+        with pytest.raises(ValueError):   # a link record laid out otherwise
+            parse._speedups.setup(parse._KINDS, parse._TEXT_ID, dict(flags, L_ALT=8), ids, [], sample)
         with pytest.raises(ValueError):   # the sample must carry the walk's attributes, in order
             parse._speedups.setup(parse._KINDS, parse._TEXT_ID, flags,
                                   LexborHTMLParser(b'<a rel="1" href="2">').css_first("a"), [], sample)
