@@ -94,14 +94,16 @@ MAX_DF = 5000      # a sketch hash shared by more stored documents than this is 
 
 _U64 = np.uint64
 
-# The compiled k-gram hashing and winnowing selection, if built (setup.py); SKITTER_PURE_PYTHON=1
-# runs the NumPy code instead. The tests check that both give the same fingerprints.
+# The compiled normalisation, k-gram hashing, winnowing selection, and the index's lookups and
+# merges, if built (setup.py); SKITTER_PURE_PYTHON=1 runs the NumPy code instead.
+# tests/unit/test_speedups.py checks that both give the same results.
 try:
     from . import _speedups
 except ImportError:
     _speedups = None
 if os.environ.get("SKITTER_PURE_PYTHON"):
     _speedups = None
+
 _MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
 _BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: invertible modulo 2**64
 _BASE_INV = np.uint64(pow(0x9E3779B97F4A7C15, -1, 1 << 64))

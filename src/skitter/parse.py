@@ -1,6 +1,7 @@
 """HTML → :class:`~skitter.models.Page`: pure, synchronous, on the crawl's hot path.
 
-One lexbor parse per document and one iterative walk over its tree collect everything:
+One lexbor parse per document and one iterative walk over its tree (compiled, ``_speedups.pyx``,
+where it was built; ``_walk_py`` is the reference) collect everything:
 the body text (whitespace collapsed, words never glued across block elements), the
 headings, the ``<head>`` metadata and, for every ``<a href>`` / ``<area href>``, the link
 attributes of seed 004 (visibility, position, distance) plus its anchor text and the
@@ -355,7 +356,8 @@ class _Walk:
         self.boiler: list[tuple[int, int]] = []  # text ranges of boilerplate, in order, disjoint
         self.links: list[list] = []
         self.headings: list[list] = []  # block records of h1-h6
-        self.metas: list[dict] = []
+        self.metas: list[dict] = []   # each <meta>'s attributes (the compiled walk: only those
+        #                               _parse reads, name, content and http-equiv)
         self.canonical_href: str | None = None
         self.base_href: str | None = None
         self.title: str | None = None
@@ -520,7 +522,7 @@ def _walk_py(root, want_main: bool = False) -> _Walk:
 
 def _walk_compiled(root, want_main: bool = False) -> _Walk:
     """``_walk_py``'s result from ``skitter._speedups.walk`` (compiled; lexbor's tree read directly)."""
-    return _speedups.walk(root, want_main, boilerplate.is_boilerplate, _Walk)
+    return _walk_with(_speedups, root, want_main)
 
 
 def _walk_with(mod, root, want_main: bool) -> _Walk:
@@ -587,8 +589,8 @@ _META_KEYS = ("name", "content", "http-equiv")
 
 def _same_walk(a: _Walk, b: _Walk) -> bool:
     """Whether two walks found the same (metas compared on the attributes ``_parse`` reads)."""
-    def links(w):
-        return [[x if i != 6 else (x[0], x[1]) for i, x in enumerate(rec)] for rec in w.links]
+    def links(w):   # a record's block as its text range
+        return [[x if i != _L_BLOCK else (x[0], x[1]) for i, x in enumerate(rec)] for rec in w.links]
 
     def metas(w):
         return [{k: m.get(k) for k in _META_KEYS} for m in w.metas]
