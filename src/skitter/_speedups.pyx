@@ -824,13 +824,24 @@ cdef Py_ssize_t find_ranges(const uint64_t *run, Py_ssize_t n, const uint32_t *s
     return total
 
 
+cdef const uint32_t *directory(object starts, int shift) except? NULL:
+    """The first offset of a run's bucket directory (``starts``, kept alive by the caller), or
+    NULL if it has none (bisection); checks that it has the ``2**(64 - shift) + 1`` offsets."""
+    cdef const uint32_t[::1] view
+    if starts is None:
+        return NULL
+    view = starts
+    if shift < 1 or shift > 64 or view.shape[0] != (<Py_ssize_t> 1 << (64 - shift)) + 1:
+        raise ValueError("a run's bucket directory does not match its shift")
+    return &view[0]
+
+
 def count_postings(list runs, const uint64_t[::1] keys):
     """How many postings ``keys`` have in all ``runs`` together (``(keys, starts or None, shift)``
     each, as :func:`run_lookup` takes them): ``NearDupIndex.query``'s first test, which ends most
     queries, in one call and without building the postings."""
     cdef Py_ssize_t total = 0, n, m = keys.shape[0]
     cdef const uint64_t[::1] run
-    cdef const uint32_t[::1] starts
     cdef const uint32_t *dirp
     cdef int shift
     cdef Py_ssize_t *ranges
@@ -846,12 +857,7 @@ def count_postings(list runs, const uint64_t[::1] keys):
             if n == 0:
                 continue
             shift = item[2]
-            dirp = NULL
-            if item[1] is not None:
-                starts = item[1]
-                if shift < 1 or shift > 64 or starts.shape[0] != (<Py_ssize_t> 1 << (64 - shift)) + 1:
-                    raise ValueError("count_postings: the directory does not match the shift")
-                dirp = &starts[0]
+            dirp = directory(item[1], shift)
             with nogil:
                 total += find_ranges(&run[0], n, dirp, shift, &keys[0], m, ranges)
     finally:
@@ -859,7 +865,7 @@ def count_postings(list runs, const uint64_t[::1] keys):
     return total
 
 
-def run_lookup(const uint64_t[::1] run, const uint32_t[::1] starts, int shift,
+def run_lookup(const uint64_t[::1] run, starts, int shift,
                const uint64_t[::1] keys, out_pos, out_keys):
     """``skitter.dedup._Run.lookup``: the postings of ``keys`` in the sorted ``run``, key by key in
     the order given, each key's postings in run order. ``starts``: the run's bucket directory (the
@@ -870,14 +876,10 @@ def run_lookup(const uint64_t[::1] run, const uint32_t[::1] starts, int shift,
     cdef Py_ssize_t *ranges
     cdef Py_ssize_t[::1] pos
     cdef uint64_t[::1] hs
-    cdef const uint32_t *dirp = NULL
+    cdef const uint32_t *dirp
     if m == 0 or n == 0:
         return None
-    if starts is not None and (shift < 1 or shift > 64 or
-                               starts.shape[0] != (<Py_ssize_t> 1 << (64 - shift)) + 1):
-        raise ValueError("run_lookup: the directory does not match the shift")
-    if starts is not None:
-        dirp = &starts[0]
+    dirp = directory(starts, shift)
     ranges = <Py_ssize_t *> malloc(2 * m * sizeof(Py_ssize_t))
     if ranges == NULL:
         raise MemoryError()
@@ -917,7 +919,6 @@ def gen_candidates(list runs, const uint64_t[::1] keys, const int32_t[::1] sk_le
     cdef Py_ssize_t *ranges = NULL
     cdef const uint64_t[::1] run
     cdef const uint32_t[::1] rdocs
-    cdef const uint32_t[::1] starts
     cdef const uint32_t *dirp
     cdef uint32_t *docs = NULL
     cdef Py_ssize_t cap = 256
@@ -945,12 +946,7 @@ def gen_candidates(list runs, const uint64_t[::1] keys, const int32_t[::1] sk_le
             if rdocs.shape[0] != n:
                 raise ValueError("gen_candidates: a run's docs and keys differ in length")
             shift = item[3]
-            dirp = NULL
-            if item[2] is not None:
-                starts = item[2]
-                if shift < 1 or shift > 64 or starts.shape[0] != (<Py_ssize_t> 1 << (64 - shift)) + 1:
-                    raise ValueError("gen_candidates: the directory does not match the shift")
-                dirp = &starts[0]
+            dirp = directory(item[2], shift)
             with nogil:
                 total = find_ranges(&run[0], n, dirp, shift, &keys[0], m, ranges)
             if total == 0:
