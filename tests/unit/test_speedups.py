@@ -1,6 +1,7 @@
 """skitter._speedups (compiled) against the Python code it replaces, which stays the reference:
-the tree walk (skitter.parse), the k-gram hashing and winnowing selection, and the near-duplicate
-index's run lookups (skitter.dedup). Each must give exactly what the Python code gives."""
+the tree walk (skitter.parse); the normalisation, k-gram hashing and winnowing selection, and the
+near-duplicate index's lookups, queries and merges (skitter.dedup). Each must give exactly what the
+Python code gives."""
 
 from __future__ import annotations
 
