@@ -284,11 +284,14 @@ cdef Py_ssize_t add_ascii_text(sk_buf_t *b, const unsigned char *d, size_t n, Py
     return added << 1 | (z < n)
 
 
-cdef bint has_attr(sk_node_t *node, int which):
+cdef bint has_any_attr(sk_node_t *node, int which_mask):
+    """Whether the element has one of the attributes whose bits (``1 << A_...``) are set."""
     cdef sk_attr_t *a = (<sk_element_t *> node).first_attr
+    cdef int which
     while a != NULL:
-        if name_is(name_id(a), which):
-            return True
+        for which in range(N_ATTRS):
+            if which_mask >> which & 1 and name_is(name_id(a), which):
+                return True
         a = a.next
     return False
 
@@ -304,8 +307,7 @@ cdef bint ask_boiler(sk_node_t *node, int k):
         return a != NULL or node.local_name in _landmark_ids
     if a == NULL:
         return False
-    if (has_attr(node, A_ROLE) or has_attr(node, A_ARIA_HIDDEN) or has_attr(node, A_HIDDEN)
-            or has_attr(node, A_STYLE)):
+    if has_any_attr(node, 1 << A_ROLE | 1 << A_ARIA_HIDDEN | 1 << A_HIDDEN | 1 << A_STYLE):
         return True
     if node.local_name == _a_id:
         cls = attr_value(node, A_CLASS)
@@ -337,8 +339,8 @@ cdef str deep_text(sk_node_t *node):
 def setup(dict kinds, int text_id, dict flags, ids, landmarks, root_html):
     """Load skitter.parse's tag kinds and check this module's view of lexbor against
     selectolax's. ``flags``: parse's element kind flags and link record indexes by name (must
-    equal this module's). ``ids``: a
-    parsed ``<a>`` whose attributes are ``_ATTR_NAMES`` in that order, to learn their ids.
+    equal this module's). ``ids``: a parsed ``<a>`` whose attributes are ``_ATTR_NAMES`` in that
+    order, to learn their ids.
     ``landmarks``: the tag ids of ``boilerplate.LANDMARKS``. ``root_html``: any parsed node, to
     check the structure layouts against. Raises on a mismatch."""
     global _kinds, _n_kinds, _text_id, _ready, _node_new, _a_id, _landmark_ids
@@ -725,17 +727,9 @@ def select_below(const uint64_t[::1] h, uint64_t cut, int w, uint64_t[::1] out):
     return kept
 
 
-cdef unsigned char _ALNUM_LOWER[256]       # an ASCII letter or digit, lower-cased; else 0
-
-
-def set_ascii_alnum(const unsigned char[::1] keep):
-    """``keep[c]``: whether ASCII character ``c`` is a letter or digit (``str.isalnum``, from
-    ``skitter.dedup``)."""
-    cdef int c
-    for c in range(256):
-        _ALNUM_LOWER[c] = 0
-        if c < 128 and keep[c]:
-            _ALNUM_LOWER[c] = c + 32 if 65 <= c <= 90 else c
+cdef unsigned char _ALNUM_LOWER[256]       # an ASCII letter or digit (str.isalnum), lower-cased; else 0
+for _c in range(256):
+    _ALNUM_LOWER[_c] = ord(chr(_c).lower()) if _c < 128 and chr(_c).isalnum() else 0
 
 
 def ascii_codepoints(str text, unsigned char[::1] out):
@@ -837,9 +831,9 @@ cdef const uint32_t *directory(object starts, int shift) except? NULL:
 
 
 def count_postings(list runs, const uint64_t[::1] keys):
-    """How many postings ``keys`` have in all ``runs`` together (``(keys, starts or None, shift)``
-    each, as :func:`run_lookup` takes them): ``NearDupIndex.query``'s first test, which ends most
-    queries, in one call and without building the postings."""
+    """How many postings ``keys`` have in all ``runs`` together (``(keys, docs, starts or None,
+    shift)`` each, as :func:`gen_candidates` takes them): ``NearDupIndex.query``'s first test,
+    which ends most queries, in one call and without building the postings."""
     cdef Py_ssize_t total = 0, n, m = keys.shape[0]
     cdef const uint64_t[::1] run
     cdef const uint32_t *dirp
@@ -856,8 +850,8 @@ def count_postings(list runs, const uint64_t[::1] keys):
             n = run.shape[0]
             if n == 0:
                 continue
-            shift = item[2]
-            dirp = directory(item[1], shift)
+            shift = item[3]
+            dirp = directory(item[2], shift)
             with nogil:
                 total += find_ranges(&run[0], n, dirp, shift, &keys[0], m, ranges)
     finally:

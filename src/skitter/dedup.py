@@ -150,8 +150,6 @@ _ASCII_ALNUM = np.array([chr(c).isalnum() for c in range(128)] + [False], dtype=
 
 
 _ASCII_NONALNUM = bytes(i for i in range(256) if not (i < 128 and _ASCII_ALNUM[i]))  # bytes.translate drops them
-if _speedups is not None:
-    _speedups.set_ascii_alnum(_ASCII_ALNUM.view(np.uint8)[:128].copy())
 
 
 def _ascii_codepoints(b: bytes) -> np.ndarray:
@@ -809,16 +807,18 @@ class NearDupIndex:
         probe = _scramble(a if size is None else a[:size])
         least = max(1, int(np.floor(need * self.min_sample)))   # floor: a product like 0.28 * 25
         # lands just above 7 in floating point, and 7 of 25 does qualify
-        postings = 0
+        candidates = None
         if _speedups is not None:   # _candidates_np's first test, in one compiled call over every run
-            postings = _speedups.count_postings(
-                [(run.keys, run.starts, run.shift_bits) for gen in self._gens for run in gen.runs], probe)
+            runs = [[(run.keys, run.docs, run.starts, run.shift_bits) for run in gen.runs]
+                    for gen in self._gens]
+            postings = _speedups.count_postings([r for gen_runs in runs for r in gen_runs], probe)
             if postings < least:
                 self.last_candidates = postings
                 return []
+            if postings <= self.max_df:
+                candidates = self._candidates_compiled(runs, probe, need)
         out_ids, out_res, out_con = [], [], []
-        for gen, cand, hits in (self._candidates_compiled(probe, need) if _speedups is not None
-                                and postings <= self.max_df else self._candidates_np(probe, need, least)):
+        for gen, cand, hits in candidates or self._candidates_np(probe, need, least):
             self.last_compared += int(cand.size)
             if cand.size == 0:
                 continue
@@ -845,13 +845,13 @@ class NearDupIndex:
             order = order[:limit]
         return [(int(ids[i]), float(res[i]), float(con[i])) for i in order]
 
-    def _candidates_compiled(self, probe: np.ndarray, need: float):
-        """``_candidates_np``, each generation in one compiled call (``skitter._speedups``); used
-        when no hash can be over ``max_df`` (fewer postings in all)."""
-        for gen in self._gens:
-            found, cand, hits = _speedups.gen_candidates(
-                [(run.keys, run.docs, run.starts, run.shift_bits) for run in gen.runs], probe,
-                gen.n.view(), need, self.min_sample)
+    def _candidates_compiled(self, runs: list[list[tuple]], probe: np.ndarray, need: float):
+        """``_candidates_np``, each generation in one compiled call (``skitter._speedups``; ``runs``:
+        each generation's runs as it takes them); used when no hash can be over ``max_df`` (fewer
+        postings in all)."""
+        for gen, gen_runs in zip(self._gens, runs):
+            found, cand, hits = _speedups.gen_candidates(gen_runs, probe, gen.n.view(), need,
+                                                         self.min_sample)
             if found:
                 self.last_candidates += found
                 yield gen, cand, hits
