@@ -264,3 +264,44 @@ def test_the_wal_stays_bounded_while_a_checkpoint_thread_runs(tmp_path):
     back = CrawlDB(tmp_path)
     assert back.get_meta("row-799") == blob and back.get_meta("row-0") == blob
     back.close()
+
+
+def _insert_page(db: CrawlDB, fp: int, text: bytes = b"x") -> None:
+    db.conn.execute("INSERT OR REPLACE INTO pages (fp, url, text) VALUES (?, ?, ?)", (fp, f"http://a.test/{fp}", text))
+
+
+def test_pages_are_stored_in_arrival_order_and_found_by_fp(tmp_path):
+    """A page's row (~10 KB of text) goes at the end of the table, not into a random leaf by its
+    fingerprint; an index finds it by fp, and storing a page again replaces its row."""
+    db = CrawlDB(tmp_path)
+    fps = [(-1) ** i * (i * 0x9E3779B97F4A7C15 % (1 << 62)) for i in range(1, 200)]
+    with db.conn:
+        for fp in fps:
+            _insert_page(db, fp, b"t" * 5000)
+    assert [r[0] for r in db.conn.execute("SELECT fp FROM pages ORDER BY rowid")] == fps
+    plan = " ".join(r[-1] for r in db.conn.execute("EXPLAIN QUERY PLAN SELECT url FROM pages WHERE fp = ?", (fps[7],)))
+    assert "USING INDEX" in plan or "USING COVERING INDEX" in plan, plan
+    assert db.conn.execute("SELECT url FROM pages WHERE fp = ?", (fps[7],)).fetchone()[0] == f"http://a.test/{fps[7]}"
+    with db.conn:
+        _insert_page(db, fps[7], b"again")
+    assert db.conn.execute("SELECT count(*), sum(fp = ?) FROM pages", (fps[7],)).fetchone() == (len(fps), 1)
+    assert db.conn.execute("SELECT fp, text FROM pages ORDER BY rowid DESC LIMIT 1").fetchone() == (fps[7], b"again")
+    db.close()
+
+
+def test_a_directory_with_pages_keyed_by_fp_keeps_working(tmp_path):
+    """Crawl directories made before stop 14 key ``pages`` by fp itself; opening one leaves the
+    table as it is, and the same statements read and replace its rows."""
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    conn.execute("CREATE TABLE pages (fp INTEGER PRIMARY KEY, url TEXT NOT NULL, title TEXT, description TEXT,"
+                 " keywords TEXT, headings TEXT, text TEXT, lang TEXT, encoding TEXT, last_modified TEXT, etag TEXT)")
+    conn.execute("INSERT INTO pages (fp, url, text) VALUES (5, 'http://a.test/5', 'old')")
+    conn.commit()
+    conn.close()
+    db = CrawlDB(tmp_path)
+    assert "id" not in {r[1] for r in db.conn.execute("PRAGMA table_info(pages)")}
+    with db.conn:
+        _insert_page(db, 5, b"new")
+        _insert_page(db, 6, b"six")
+    assert db.conn.execute("SELECT fp, text FROM pages ORDER BY fp").fetchall() == [(5, b"new"), (6, b"six")]
+    db.close()

@@ -11,6 +11,10 @@ Tables (schema version in ``meta``):
                 WARC records are.
 - ``pages``     the parsed text fields of HTML pages (for the index and the focused strategies);
                 ``text`` is deflated (:mod:`skitter.store.text`; TEXT in older crawl directories).
+                Rows are stored in the order pages were stored (``id``) and found by ``fp`` through
+                an index: keyed by ``fp`` itself (crawl directories before stop 14), every page's
+                ~10 KB row went into a random leaf, and SQLite rebalanced full leaves of text
+                (docs/benchmarks.md: a fifth of the crawl process's reads and writes).
 - ``links``     the link graph with anchor text and the link attributes of seed 004; indexed by
                 ``src`` only: an index on ``dst`` cost 18 random B-tree inserts a page, a fifth of the
                 crawl's bytes written (the search indexer reads anchors by rowid range instead).
@@ -89,7 +93,8 @@ CREATE TABLE IF NOT EXISTS fetches (
 );
 CREATE INDEX IF NOT EXISTS fetches_order ON fetches (fetch_order);
 CREATE TABLE IF NOT EXISTS pages (
-    fp INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY,
+    fp INTEGER NOT NULL UNIQUE,
     url TEXT NOT NULL,
     title TEXT, description TEXT, keywords TEXT, headings TEXT, text TEXT,
     lang TEXT, encoding TEXT, last_modified TEXT, etag TEXT
