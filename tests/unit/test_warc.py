@@ -17,6 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
 from skitter.errors import CrawlDirError
@@ -152,6 +154,58 @@ def test_records_readable_by_warcio(tmp_path: Path) -> None:
         it = iter(ArchiveIterator(f))
         next(it)
         assert next(it).content_stream().read() == b"<html>compressed</html>" * 50
+
+
+def _fastwarc_pair(result: FetchResult, uri: str, request_id: bytes, response_id: bytes) -> tuple[bytes, bytes]:
+    """The two records as fastwarc's ``WarcRecord.write`` serialises them (digests computed by
+    fastwarc), with the given record ids: the reference for :func:`skitter.store.warc._pair`."""
+    import io
+
+    from fastwarc.warc import WarcRecord, WarcRecordType
+
+    from skitter.store.warc import _clean, _request_block, _response_block_head, _warc_date
+
+    req, resp = WarcRecord(), WarcRecord()
+    req.init_headers(WarcRecordType.request)
+    resp.init_headers(WarcRecordType.response)
+    for rec, own, other in ((req, request_id, response_id), (resp, response_id, request_id)):
+        rec.headers["WARC-Record-ID"] = own.decode()
+        rec.headers["WARC-Date"] = _warc_date(result.started)
+        rec.headers["WARC-Target-URI"] = _clean(uri)
+        if result.ip:
+            rec.headers["WARC-IP-Address"] = _clean(result.ip)
+        rec.headers["WARC-Concurrent-To"] = other.decode()
+        rec.is_http = True
+    req.set_bytes_content(_request_block(result))
+    resp.set_bytes_content(_response_block_head(result) + result.raw_body)
+    out = []
+    for rec, digest in ((req, None), (resp, hashlib.sha1(result.raw_body).digest())):
+        buf = io.BytesIO()
+        rec.write(buf, checksum_data=True, payload_digest=digest)
+        out.append(buf.getvalue())
+    return out[0], out[1]
+
+
+_header_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(path=st.text(st.characters(min_codepoint=0x21, max_codepoint=0x2FF), max_size=40),
+       ip=st.sampled_from([None, "192.0.2.7", "::1", "10.0.0.1\r\nX: y"]),
+       status=st.sampled_from([200, 204, 301, 404, 599]), reason=st.sampled_from(["", "OK", "Weird Reason"]),
+       headers=st.lists(st.tuples(st.sampled_from(["Content-Type", "X-A", "Set-Cookie", "Transfer-Encoding",
+                                                    "Content-Length"]), _header_text), max_size=6),
+       body=st.binary(max_size=3000), started=st.floats(1, 4e9))
+def test_records_are_fastwarcs_byte_for_byte(path, ip, status, reason, headers, body, started) -> None:
+    """skitter writes the request and response records itself (fastwarc's serialiser took a
+    quarter of the worker's archiving time, docs/benchmarks.md); they are fastwarc's records,
+    header for header and byte for byte, digests included."""
+    from skitter.store.warc import _pair
+
+    result = _result(0, body=body, url="http://example.com/" + path, ip=ip, status=status, reason=reason,
+                     headers=headers, started=started)
+    ids = (b"<urn:uuid:00000000-0000-4000-8000-000000000001>", b"<urn:uuid:00000000-0000-4000-8000-000000000002>")
+    assert _pair(result, result.url, *ids) == _fastwarc_pair(result, result.url, *ids)
 
 
 def test_header_values_cannot_break_record_structure(tmp_path: Path) -> None:
