@@ -12,6 +12,8 @@ import sys
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from skitter.workers import WorkerDied, WorkerPool
 
@@ -189,3 +191,29 @@ def _children(pid: int) -> set[int]:
         except OSError:
             pass
     return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(url=st.text(max_size=40), anchor=st.text(max_size=20), context=st.text(max_size=20),
+       visibility=st.integers(1, 3), position=st.integers(1, 3), distance=st.sampled_from([1, 5]),
+       nofollow=st.booleans())
+def test_the_records_a_worker_sends_come_back_equal(url, anchor, context, visibility, position, distance,
+                                                     nofollow) -> None:
+    """The records cross the pipes pickled: a Link is rebuilt by ``new_link`` (its slots set
+    directly), the others by their constructors; each comes back equal, and hashes alike."""
+    import pickle
+
+    from skitter.models import Candidate, FetchResult, Link, Page, new_link
+
+    link = Link(url, anchor, context, visibility, position, distance, nofollow)
+    fast = new_link(url, anchor, context, visibility, position, distance, nofollow)
+    assert fast == link and hash(fast) == hash(link) and type(fast) is Link
+    assert new_link(url) == Link(url)
+    page = Page(title=anchor, headings=[context], text=url, links=[link, Link(url)], nofollow=nofollow)
+    for record in (link, page, Candidate(url, depth=2, anchor=anchor),
+                   FetchResult(url, status=200, headers=[("a", anchor)], body=url.encode(errors="replace"))):
+        back = pickle.loads(pickle.dumps(record, protocol=5))
+        assert back == record and type(back) is type(record)
+    back = pickle.loads(pickle.dumps(link, protocol=5))
+    with pytest.raises(AttributeError):
+        back.url = "changed"   # still frozen
