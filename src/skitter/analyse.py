@@ -41,13 +41,14 @@ def is_html(result: FetchResult) -> bool:
 
 
 def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe: int | None = 0,
-            keep_text: bool = True, pack: bool = True) -> Analysis:
+            keep_text: bool = True, pack: bool = True, link_context: bool = True) -> Analysis:
     """``near_dup_probe``: how many of the page's smallest winnowing fingerprints the near-duplicate
     test needs (``NearDupIndex.probe``; None: all of them, 0: the test is off). ``pack``: deflate
     the page's text here (``Analysis.text``); if not, the crawl process does (see
     ``Crawler._analyse_opts``). ``keep_text``: whether the crawl process reads ``page.text``
     (focused strategies do); if not and the text is packed, only the packed text goes back, a
-    third of the bytes through the pipe."""
+    third of the bytes through the pipe. ``link_context``: fill in the links' ``context``
+    (only SharkSearch reads it: ``Scorer.reads_link_context``)."""
     warc = encode_pair(result, target_uri=target_uri)
     status = result.status
     if status is None or not 200 <= status < 300:
@@ -58,7 +59,8 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe:
         # imported here, in the worker: the crawl process needs no lexbor
         from .parse import parse_html, parse_with_main_text
 
-        kw = dict(x_robots_tag=result.header("x-robots-tag"), user_agent_token=ua_token)
+        kw = dict(x_robots_tag=result.header("x-robots-tag"), user_agent_token=ua_token,
+                  link_context=link_context)
         fps = None
         if near_dup_probe == 0:
             page = parse_html(result.body, target_uri, result.header("content-type"), **kw)

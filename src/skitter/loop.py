@@ -156,7 +156,8 @@ class Crawler:
         # processes, so the crawl process does it (docs/benchmarks.md).
         pack = c.worker_count() != 1 or dedup_module._speedups is not None
         self._analyse_opts = (self.robots_token, 0 if self.neardup is None else self.neardup.probe,
-                              getattr(self.scorer, "reads_text", True), pack)
+                              getattr(self.scorer, "reads_text", True), pack,
+                              getattr(self.scorer, "reads_link_context", True))
         self.frontier.gate = self._gate
 
     def _load_neardup(self, db: CrawlDB) -> NearDupIndex:

@@ -734,9 +734,11 @@ def _context(text: str, start: int, end: int, block_start: int, block_end: int) 
     return before or after
 
 
-def _build_links(w: _Walk, page_canon: str | None, base: str, page_nofollow: bool) -> list[Link]:
+def _build_links(w: _Walk, page_canon: str | None, base: str, page_nofollow: bool,
+                 link_context: bool = True) -> list[Link]:
     text = w.text
     total = len(text)
+    with_context = link_context and total
     page_host = ""
     if page_canon is not None:
         c = _canon(page_canon)
@@ -782,7 +784,7 @@ def _build_links(w: _Walk, page_canon: str | None, base: str, page_nofollow: boo
         if not anchor:
             anchor = _collapse(rec[_L_ALT]) or _collapse(rec[_L_TITLE])
         b = rec[_L_BLOCK]
-        context = _context(text, start, end, b[0], b[1]) if total else ""
+        context = _context(text, start, end, b[0], b[1]) if with_context else ""
         bold, italic = rec[_L_BOLD], rec[_L_ITALIC]
         visibility = 3 if (bold and italic) else 2 if (bold or italic) else 1
         ratio = start / total if total else index / n_raw
@@ -807,18 +809,20 @@ def _canonicalize_or_none(url: str | None) -> str | None:
 
 
 def parse_html(body: bytes, url: str, content_type: str | None = None, *,
-               x_robots_tag: str | None = None, user_agent_token: str = "skitter") -> Page:
-    """Parse one HTML document fetched from ``url``. Never raises."""
-    return _parse(body, url, content_type, x_robots_tag, user_agent_token, False)[0]
+               x_robots_tag: str | None = None, user_agent_token: str = "skitter",
+               link_context: bool = True) -> Page:
+    """Parse one HTML document fetched from ``url``. Never raises. ``link_context``: fill in
+    ``Link.context`` (the words around each link); without it, it is empty."""
+    return _parse(body, url, content_type, x_robots_tag, user_agent_token, False, link_context)[0]
 
 
 def parse_with_main_text(body: bytes, url: str, content_type: str | None = None, *,
                          x_robots_tag: str | None = None,
-                         user_agent_token: str = "skitter") -> tuple[Page, str]:
+                         user_agent_token: str = "skitter", link_context: bool = True) -> tuple[Page, str]:
     """``parse_html`` and the page's main text: ``Page.text`` without the boilerplate
     (:mod:`skitter.boilerplate`), or all of ``Page.text`` if nothing with a letter or digit is
     left. From the same parse and the same walk. Never raises."""
-    page, main = _parse(body, url, content_type, x_robots_tag, user_agent_token, True)
+    page, main = _parse(body, url, content_type, x_robots_tag, user_agent_token, True, link_context)
     return page, main if main is not None else page.text
 
 
@@ -842,7 +846,7 @@ def _cut(text: str, ranges: list[tuple[int, int]]) -> str | None:
 
 
 def _parse(body: bytes, url: str, content_type: str | None, x_robots_tag: str | None,
-           user_agent_token: str, want_main: bool) -> tuple[Page, str | None]:
+           user_agent_token: str, want_main: bool, link_context: bool = True) -> tuple[Page, str | None]:
     header_noindex, header_nofollow = False, False
     encoding = None
     try:
@@ -897,7 +901,7 @@ def _parse(body: bytes, url: str, content_type: str | None, x_robots_tag: str | 
                 base = b
         if w.canonical_href is not None:
             page.canonical = _canonicalize_or_none(_resolve(base, w.canonical_href))
-        page.links = _build_links(w, page_canon, base, nofollow)
+        page.links = _build_links(w, page_canon, base, nofollow, link_context)
         return page, (_cut(w.text, w.boiler) if want_main else None)
     except Exception:  # a bug, not bad input: say so, but never take the crawl down
         log.warning("parse failed for %s", url, exc_info=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+from dataclasses import replace
 import time
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from skitter import urls
 from skitter.models import Link, Page
-from skitter.parse import decode_body, parse_html, parse_robots_directives
+from skitter.parse import decode_body, parse_html, parse_robots_directives, parse_with_main_text
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "html"
 URL = "https://www.example.com/dir/page.html"
@@ -630,6 +631,11 @@ class TestLinkAttributes:
         assert page.links[0].context.split() == [f"t{i}" for i in range(19990, 20000)] + [
             f"t{i}" for i in range(10)]
 
+    def test_context_is_left_out_on_request(self):
+        before = " ".join(f"b{i}" for i in range(20))
+        page = parse(f'<div><p>{before} <a href="/x">the anchor</a> after</p></div>', link_context=False)
+        assert page.links[0].context == "" and page.links[0].anchor == "the anchor"
+
     def test_page_nofollow_marks_every_link(self):
         page = parse(doc('<a href="/1">1</a><a href="/2" rel="follow">2</a>',
                          '<meta name="robots" content="nofollow">'))
@@ -790,6 +796,18 @@ class TestProperties:
         for word in ("alpha", "beta", "gamma"):
             if word in html and "<" not in html and "&" not in html:
                 assert word in page.text
+
+    @given(html_documents(), PAGE_URLS)
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    def test_without_link_context_only_the_context_is_left_out(self, html, url):
+        """``link_context=False`` (every strategy but SharkSearch): the same page, the same links,
+        each with an empty ``context``; the main text too."""
+        body = html.encode("utf-8", "surrogatepass")
+        full, main = parse_with_main_text(body, url)
+        lean, lean_main = parse_with_main_text(body, url, link_context=False)
+        assert [replace(link, context="") for link in full.links] == lean.links
+        assert replace(full, links=lean.links) == lean and main == lean_main
+        assert parse_html(body, url, link_context=False) == lean
 
     @given(st.text(max_size=300), PAGE_URLS, st.one_of(st.none(), st.text(max_size=40)))
     @settings(max_examples=100, deadline=None)

@@ -78,3 +78,34 @@ def test_the_stored_text_is_the_same_whichever_process_packs_it(tmp_path, worker
             served = srv.web.respond(url.rsplit("/" + path, 1)[0], "/" + path)
             expected = parse_html(served.body, url, served.header("content-type")).text
             assert page_text(text) == expected, url
+
+
+def test_only_sharksearch_gets_the_words_around_each_link() -> None:
+    """The worker leaves ``Link.context`` empty unless the crawl's strategy reads it
+    (``reads_link_context``: SharkSearch's anchor context), as the crawl loop passes it."""
+    from skitter.config import CrawlConfig
+    from skitter.loop import Crawler
+    from skitter.strategies import STRATEGIES
+
+    body = b"<html><body><p>Words before the link <a href='/x'>the anchor</a> and words after it.</p></body></html>"
+    result = FetchResult(url="http://a.test/", status=200, reason="OK",
+                         headers=[("Content-Type", "text/html; charset=utf-8")], body=body, raw_body=body,
+                         request_headers=[("Host", "a.test")], started=time.time())
+    assert analyse(result, "http://a.test/", "skitter").page.links[0].context == "Words before the link and words after it."
+    for name in STRATEGIES:
+        reads = make_scorer(name).reads_link_context
+        assert reads == (name == "shark"), name
+        link = analyse(result, "http://a.test/", "skitter", 0, True, True, reads).page.links[0]
+        assert link.anchor == "the anchor" and (link.context != "") == reads, name
+    import tempfile
+    from pathlib import Path
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, reads in (("bfs", False), ("shark", True)):
+            topic = {"topic": "words"} if name == "shark" else {}
+            crawler = Crawler(Path(tmp) / name, CrawlConfig(seeds=("http://a.test/",), strategy=name, **topic))
+            crawler._open()
+            try:
+                assert crawler._analyse_opts[-1] is reads
+            finally:
+                crawler.warc.close()
+                crawler.db.close()

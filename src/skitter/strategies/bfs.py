@@ -9,6 +9,7 @@ from .base import ParentContext
 class BreadthFirst:
     name = "bfs"
     reads_text = False
+    reads_link_context = False
 
     def seed_priority(self, url: str) -> float:
         return 0.0

@@ -10,6 +10,7 @@ from .base import ParentContext
 class DepthFirst:
     name = "dfs"
     reads_text = False
+    reads_link_context = False
 
     def seed_priority(self, url: str) -> float:
         return 0.0

@@ -43,6 +43,7 @@ def link_weight(link: Link) -> float:
 class _Importance:
     name = "importance"
     reads_text = False
+    reads_link_context = False
 
     def __init__(self, *, weighted: bool = False) -> None:
         self.weighted = weighted

@@ -37,6 +37,7 @@ MEMORY = 500_000   # inherited scores remembered (about 100 bytes each)
 
 class SharkScorer(FocusedScorer):
     name = "shark"
+    reads_link_context = True   # the anchor context of seed 002
     default_threshold = DEFAULT_MIN_SIMILARITY
 
     def __init__(self, topic: Topic | None = None, *, threshold: float | None = None,

@@ -238,6 +238,7 @@ class FocusedScorer:
 
     name = "focused"
     reads_text = True
+    reads_link_context = False
     default_threshold = 0.0
 
     def __init__(self, topic: Topic | None = None, *, threshold: float | None = None,
