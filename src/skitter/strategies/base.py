@@ -31,8 +31,8 @@ class Scorer(Protocol):
     send the text to the crawl process (only its packed form, for storage)."""
     reads_link_context: bool
     """Whether ``score`` reads ``link.context`` (the words around a link: SharkSearch's anchor
-    context); if not, the worker processes leave it empty (a tenth of the links' parsing time).
-    A scorer without the attribute gets it."""
+    context); if not, the worker processes leave it empty: ``parse_html`` takes 0.26 ms a page
+    of the benchmark web instead of 0.30. A scorer without the attribute gets it."""
 
     def seed_priority(self, url: str) -> float:
         """Priority of a seed URL."""
