@@ -1,8 +1,8 @@
 """URL-seen memory: stream N distinct synthetic URLs through the frontier's URL-seen test and
 measure what it costs in memory (issue "Performance": at most 8 bytes per URL at 10 M URLs).
 
-The seen set is exact and on disk (the crawl database's ``urls`` table, keyed by the 64-bit
-fingerprint), with a bounded in-memory set of recent fingerprints in front of it, so there are no
+The seen set is exact and on disk (the crawl database's ``urls`` table, found by the 64-bit
+fingerprint through a unique index), with a bounded in-memory set of recent fingerprints in front of it, so there are no
 false positives from a filter; the only error is a fingerprint collision (two URLs with the same
 xxh3-64), probability about n²/2⁶⁵ for n URLs: 2.7e-6 at 10 M.
 
@@ -85,7 +85,7 @@ def write_section(r: dict) -> None:
 ## URL-seen memory (`bench/seen_bench.py`)
 
 {r['n']:,} distinct URLs over {r['hosts']:,} hosts streamed through `LocalFrontier.add` (the crawl's own
-URL-seen test: an exact set on disk, the `urls` table keyed by 64-bit fingerprint, behind a bounded
+URL-seen test: an exact set on disk, the `urls` table found by 64-bit fingerprint, behind a bounded
 in-memory set of recent fingerprints), committed every batch like the crawl loop does.
 
 | measure | value |

@@ -135,3 +135,40 @@ def test_kill_9_resume_equals_uninterrupted(tmp_path):
             it = warcio.archiveiterator.ArchiveIterator(fh)
             rec = next(iter(it))
             assert rec.rec_headers.get_header("WARC-Target-URI") == url
+
+
+def test_a_crawl_directory_keyed_by_fp_resumes_after_kill_9(tmp_path):
+    """Crawl directories made before stop 14 keep ``urls``, ``fetches`` and ``pages`` keyed by fp
+    (skitter.store.db, "Row order"): a crawl in one, killed and resumed, ends as a crawl in a new
+    directory does, with the old layout kept."""
+    import sqlite3
+
+    from skitter.store.db import SCHEMA
+
+    old_schema = SCHEMA.replace("id INTEGER PRIMARY KEY,\n    fp INTEGER NOT NULL UNIQUE,", "fp INTEGER PRIMARY KEY,")
+    assert old_schema.count("fp INTEGER PRIMARY KEY,") == 3
+    with DemoServer(DemoConfig(hosts=3, pages=300, seed=4), latency_ms=10) as srv:
+        seeds = srv.web.seeds()
+        subprocess.run(crawl_cmd(seeds, tmp_path / "new"), check=True, timeout=180, capture_output=True)
+        old_dir = tmp_path / "old"
+        old_dir.mkdir()
+        conn = sqlite3.connect(old_dir / "crawl.db")
+        conn.executescript(old_schema)
+        conn.close()
+        proc = subprocess.Popen(crawl_cmd(seeds, old_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_for_progress(old_dir, proc)
+        killed = proc.poll() is None
+        if killed:
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        final = subprocess.run(crawl_cmd(seeds, old_dir), capture_output=True, text=True, timeout=180)
+        assert final.returncode == 0, final.stderr
+        assert killed, "the crawl finished before it could be killed: make the web bigger"
+    new, old = outcome(records(tmp_path / "new")), outcome(records(old_dir))
+    assert old.keys() == new.keys() and len(new) > 300
+    assert [u for u in new if new[u][:2] != old[u][:2] or new[u][3] != old[u][3]] == []
+    conn = sqlite3.connect(old_dir / "crawl.db")
+    for table in ("urls", "fetches", "pages"):
+        assert "id" not in {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}, table
+    assert conn.execute("SELECT count(*) FROM pages").fetchone()[0] > 250
+    conn.close()

@@ -270,17 +270,56 @@ def _insert_page(db: CrawlDB, fp: int, text: bytes = b"x") -> None:
     db.conn.execute("INSERT OR REPLACE INTO pages (fp, url, text) VALUES (?, ?, ?)", (fp, f"http://a.test/{fp}", text))
 
 
+FPS = [(-1) ** i * (i * 0x9E3779B97F4A7C15 % (1 << 62)) for i in range(1, 200)]
+
+
+def _uses_fp_index(db: CrawlDB, table: str) -> bool:
+    plan = " ".join(r[-1] for r in db.conn.execute(f"EXPLAIN QUERY PLAN SELECT * FROM {table} WHERE fp = ?", (1,)))
+    return "USING INDEX sqlite_autoindex" in plan
+
+
+def test_urls_and_fetches_are_stored_in_arrival_order_and_found_by_fp(tmp_path):
+    """URLs and fetch records go at the end of their tables, not into random leaves by their
+    fingerprints (docs/benchmarks.md, stop 14); an index finds them by fp, a URL is admitted once,
+    and storing a fetch again replaces its record. Export order stays fetch order, then fp."""
+    from skitter.store.export import iter_records
+
+    db = CrawlDB(tmp_path)
+    with db.conn:
+        for i, fp in enumerate(FPS):
+            add_url(db, fp, seq=i)
+            assert db.conn.execute("INSERT OR IGNORE INTO urls (fp, url, host, depth, priority, seq) VALUES (?, 'x', 'h', 0, 0, 0)",
+                                   (fp,)).rowcount == 0
+        db.conn.execute("UPDATE urls SET state = 2 WHERE fp = ?", (FPS[3],))
+        for i, fp in enumerate(reversed(FPS)):
+            order = i + 1 if i % 2 else None
+            db.conn.execute("INSERT OR REPLACE INTO fetches (fp, url, fetch_order) VALUES (?, ?, ?)",
+                            (fp, f"http://a.test/{fp}", order))
+        db.conn.execute("INSERT OR REPLACE INTO fetches (fp, url, fetch_order) VALUES (?, 'again', 1000)", (FPS[0],))
+    assert [r[0] for r in db.conn.execute("SELECT fp FROM urls ORDER BY rowid")] == FPS
+    assert [r[0] for r in db.conn.execute("SELECT fp FROM fetches ORDER BY rowid")][-1] == FPS[0]
+    assert _uses_fp_index(db, "urls") and _uses_fp_index(db, "fetches") and _uses_fp_index(db, "pages")
+    assert db.conn.execute("SELECT state FROM urls WHERE fp = ?", (FPS[3],)).fetchone() == (2,)
+    assert db.counts()["seen"] == len(FPS) and db.counts()["queued"] == len(FPS) - 1
+    records = list(iter_records(db))
+    assert len(records) == len(FPS) and records[-1 - sum(1 for r in records if r["fetch_order"] is None)]["url"] == "again"
+    ordered = [r["fetch_order"] for r in records if r["fetch_order"] is not None]
+    assert ordered == sorted(ordered)
+    unordered = [r["url"] for r in records if r["fetch_order"] is None]
+    assert unordered == [f"http://a.test/{fp}" for fp in sorted(set(FPS[1:]) & {int(u.rsplit("/", 1)[1]) for u in unordered})]
+    db.close()
+
+
 def test_pages_are_stored_in_arrival_order_and_found_by_fp(tmp_path):
     """A page's row (~10 KB of text) goes at the end of the table, not into a random leaf by its
     fingerprint; an index finds it by fp, and storing a page again replaces its row."""
     db = CrawlDB(tmp_path)
-    fps = [(-1) ** i * (i * 0x9E3779B97F4A7C15 % (1 << 62)) for i in range(1, 200)]
+    fps = FPS
     with db.conn:
         for fp in fps:
             _insert_page(db, fp, b"t" * 5000)
     assert [r[0] for r in db.conn.execute("SELECT fp FROM pages ORDER BY rowid")] == fps
-    plan = " ".join(r[-1] for r in db.conn.execute("EXPLAIN QUERY PLAN SELECT url FROM pages WHERE fp = ?", (fps[7],)))
-    assert "USING INDEX" in plan or "USING COVERING INDEX" in plan, plan
+    assert _uses_fp_index(db, "pages")
     assert db.conn.execute("SELECT url FROM pages WHERE fp = ?", (fps[7],)).fetchone()[0] == f"http://a.test/{fps[7]}"
     with db.conn:
         _insert_page(db, fps[7], b"again")
@@ -290,8 +329,9 @@ def test_pages_are_stored_in_arrival_order_and_found_by_fp(tmp_path):
 
 
 def test_a_directory_with_pages_keyed_by_fp_keeps_working(tmp_path):
-    """Crawl directories made before stop 14 key ``pages`` by fp itself; opening one leaves the
-    table as it is, and the same statements read and replace its rows."""
+    """Crawl directories made before stop 14 key ``pages`` (and ``urls``, ``fetches``) by fp
+    itself; opening one leaves the table as it is, and the same statements read and replace its
+    rows (a whole crawl resumed in such a directory: tests/e2e/test_crash_resume.py)."""
     conn = sqlite3.connect(tmp_path / DB_NAME)
     conn.execute("CREATE TABLE pages (fp INTEGER PRIMARY KEY, url TEXT NOT NULL, title TEXT, description TEXT,"
                  " keywords TEXT, headings TEXT, text TEXT, lang TEXT, encoding TEXT, last_modified TEXT, etag TEXT)")

@@ -16,7 +16,7 @@ FIELDS = EXPORT_FIELDS + EXTRA_FIELDS
 def iter_records(db: CrawlDB) -> Iterator[dict]:
     """Every URL the crawler tried, in fetch order (URLs decided without a request last)."""
     cols = ", ".join(FIELDS)
-    for row in db.query(f"SELECT {cols} FROM fetches ORDER BY fetch_order IS NULL, fetch_order, rowid"):
+    for row in db.query(f"SELECT {cols} FROM fetches ORDER BY fetch_order IS NULL, fetch_order, fp"):
         rec = {k: row[k] for k in FIELDS}
         rec["noindex"] = bool(rec["noindex"])
         rec["nofollow"] = bool(rec["nofollow"])
