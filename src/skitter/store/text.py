@@ -10,18 +10,18 @@ import zlib
 
 from ..errors import CrawlDirError
 
-try:  # ISA-L: the same zlib stream at twice zlib's speed (what the WARC records use too)
-    from isal.isal_zlib import compress as _deflate
-except ImportError:  # pragma: no cover - isal is a dependency
-    from zlib import compress as _deflate
+try:  # ISA-L: the same zlib stream at twice zlib's speed (the WARC records use it too)
+    from isal.isal_zlib import compress as deflate
+except ImportError:  # pragma: no cover - isal is a dependency; without it, zlib does the same job
+    from zlib import compress as deflate
 
-__all__ = ["pack_text", "page_text"]
+__all__ = ["deflate", "pack_text", "page_text"]
 
 
 def pack_text(text: str) -> bytes:
     """``pages.text`` as stored: the UTF-8 text as a zlib stream (level 1), readable by any zlib.
     Readers use :func:`page_text`."""
-    return _deflate(text.encode("utf-8", "surrogatepass"), 1)
+    return deflate(text.encode("utf-8", "surrogatepass"), 1)
 
 
 def page_text(value: str | bytes | None) -> str | None:

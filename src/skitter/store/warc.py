@@ -83,13 +83,9 @@ from urllib.parse import urlsplit
 from fastwarc.stream_io import GzipWriter
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
-try:  # Intel's ISA-L deflate: 2-3x zlib's speed at level 1, and smaller output (docs/benchmarks.md)
-    from isal.isal_zlib import compress as _deflate
-except ImportError:  # pragma: no cover - isal is a dependency; without it, zlib does the same job
-    from zlib import compress as _deflate
-
 from ..errors import CrawlDirError
 from ..models import FetchResult
+from .text import deflate as _deflate   # Intel's ISA-L: 2-3x zlib's speed at level 1, smaller output
 
 __all__ = [
     "WarcLocation",
