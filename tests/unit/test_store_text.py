@@ -80,7 +80,7 @@ def test_the_stored_text_is_the_same_whichever_process_packs_it(tmp_path, worker
             assert page_text(text) == expected, url
 
 
-def test_only_sharksearch_gets_the_words_around_each_link() -> None:
+def test_only_sharksearch_gets_the_words_around_each_link(tmp_path) -> None:
     """The worker leaves ``Link.context`` empty unless the crawl's strategy reads it
     (``reads_link_context``: SharkSearch's anchor context), as the crawl loop passes it."""
     from skitter.config import CrawlConfig
@@ -97,15 +97,12 @@ def test_only_sharksearch_gets_the_words_around_each_link() -> None:
         assert reads == (name == "shark"), name
         link = analyse(result, "http://a.test/", "skitter", 0, True, True, reads).page.links[0]
         assert link.anchor == "the anchor" and (link.context != "") == reads, name
-    import tempfile
-    from pathlib import Path
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, reads in (("bfs", False), ("shark", True)):
-            topic = {"topic": "words"} if name == "shark" else {}
-            crawler = Crawler(Path(tmp) / name, CrawlConfig(seeds=("http://a.test/",), strategy=name, **topic))
-            crawler._open()
-            try:
-                assert crawler._analyse_opts[-1] is reads
-            finally:
-                crawler.warc.close()
-                crawler.db.close()
+    for name, reads in (("bfs", False), ("shark", True)):   # what the crawl loop asks its workers for
+        topic = {"topic": "words"} if name == "shark" else {}
+        crawler = Crawler(tmp_path / name, CrawlConfig(seeds=("http://a.test/",), strategy=name, **topic))
+        crawler._open()
+        try:
+            assert crawler._analyse_opts[-1] is reads
+        finally:
+            crawler.warc.close()
+            crawler.db.close()
