@@ -59,7 +59,7 @@ SETTINGS: tuple[Setting, ...] = (
             "that class", bool),
     Setting("max_body", 10 * 1024 * 1024, "body cap in bytes; also caps the decompressed size", int),
     Setting("connect_timeout", 10.0, "seconds to connect", float),
-    Setting("read_timeout", 20.0, "seconds without a byte before a read times out", float),
+    Setting("read_timeout", 20.0, "seconds without a byte before a read times out (whole seconds: a fraction is rounded up)", float),
     Setting("total_timeout", 60.0, "seconds for a whole response", float),
     Setting("retries", 2, "retries (with exponential backoff) after a timeout, refused connection or 5xx", int),
     Setting("max_redirects", 5, "redirect hops followed from one URL", int),

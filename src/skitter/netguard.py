@@ -6,14 +6,14 @@ to ``10.0.0.1`` is refused unless the crawl was seeded in that class of address,
 ``--allow-private`` was given.
 
 * :func:`address_class` and :func:`allowed_classes` are pure.
-* :class:`GuardedResolver` is the aiohttp resolver the fetcher plugs into its connector: it
+* :class:`GuardedResolver` is the resolver the fetcher asks before it hands a URL to curl: it
   applies ``--resolve`` overrides, caches lookups (TTL + LRU bound) and drops every address whose
-  class is not allowed. If nothing is left it raises :class:`GuardRefused` (an ``OSError``, so
-  aiohttp wraps it like any resolver failure; the fetcher finds it in the cause chain and
-  reports ``blocked-address``).
+  class is not allowed. If nothing is left it raises :class:`GuardRefused` (an ``OSError``; the
+  fetcher reports ``blocked-address``). The fetcher pins what is left for curl, so curl never
+  resolves a name on its own.
 
-aiohttp never asks the resolver about IP-literal hosts, so the fetcher checks those itself
-(:meth:`GuardedResolver.check_literal`).
+IP-literal hosts need no lookup: the fetcher checks those with
+:meth:`GuardedResolver.check_literal`.
 """
 
 from __future__ import annotations
@@ -24,10 +24,46 @@ import socket
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol, TypedDict
 from urllib.parse import urlsplit
 
-from aiohttp.abc import AbstractResolver, ResolveResult
+
+
+class ResolveResult(TypedDict):
+    """One address of a name (the shape of aiohttp's, so either resolver can be the inner one)."""
+
+    hostname: str
+    host: str
+    port: int
+    family: int
+    proto: int
+    flags: int
+
+
+class Resolver(Protocol):
+    async def resolve(self, host: str, port: int = 0,
+                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]: ...
+
+    async def close(self) -> None: ...
+
+
+class SystemResolver:
+    """The system's resolver (``getaddrinfo`` in the event loop's thread pool), TCP addresses."""
+
+    async def resolve(self, host: str, port: int = 0,
+                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
+        infos = await asyncio.get_running_loop().getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, family=family, flags=socket.AI_ADDRCONFIG)
+        out: list[ResolveResult] = []
+        for fam, _, proto, _, address in infos:
+            if fam not in (socket.AF_INET, socket.AF_INET6):
+                continue
+            out.append({"hostname": host, "host": str(address[0]), "port": int(address[1]),
+                        "family": int(fam), "proto": proto, "flags": socket.AI_NUMERICHOST})
+        return out
+
+    async def close(self) -> None:
+        pass
 
 LOOPBACK = "loopback"
 PRIVATE = "private"
@@ -212,11 +248,11 @@ _NEGATIVE_ERRNOS = {
 }
 
 
-class GuardedResolver(AbstractResolver):
-    """aiohttp resolver: overrides, a TTL+LRU cache, and the address-class guard.
+class GuardedResolver:
+    """A resolver with overrides, a TTL+LRU cache, and the address-class guard.
 
-    ``inner`` defaults to aiohttp's :class:`~aiohttp.ThreadedResolver` (created on first use,
-    inside the running loop). ``clock`` is injectable for tests. Concurrent lookups of one
+    ``inner`` defaults to :class:`SystemResolver` (any object with ``resolve`` and ``close``
+    coroutines answering in :class:`ResolveResult` dicts will do). ``clock`` is injectable for tests. Concurrent lookups of one
     name share a single query.
     """
 
@@ -229,7 +265,7 @@ class GuardedResolver(AbstractResolver):
         negative_ttl: float = 30.0,
         max_entries: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
-        inner: AbstractResolver | None = None,
+        inner: Resolver | None = None,
     ) -> None:
         self.allowed = frozenset(allowed)
         self.overrides: dict[str, str] = {}
@@ -259,7 +295,7 @@ class GuardedResolver(AbstractResolver):
     def check_literal(self, host: str) -> None:
         """Raise :class:`GuardRefused` if ``host`` is an IP literal of a class not allowed.
 
-        aiohttp connects to IP-literal hosts without asking the resolver: call this first.
+        An IP-literal host needs no lookup, so :meth:`resolve` is not asked: call this first.
         Host names are left to :meth:`resolve`.
         """
         if is_ip_literal(host):
@@ -337,9 +373,7 @@ class GuardedResolver(AbstractResolver):
     async def _query(self, key: tuple[str, int, int]) -> list[ResolveResult]:
         name, port, family = key
         if self._inner is None:
-            from aiohttp.resolver import ThreadedResolver
-
-            self._inner = ThreadedResolver()
+            self._inner = SystemResolver()
         self.lookups += 1
         try:
             results = await self._inner.resolve(name, port, family=socket.AddressFamily(family))

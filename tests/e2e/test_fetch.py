@@ -14,6 +14,7 @@ import pytest
 
 import hostile
 from hostile import HostileServer
+import skitter.fetch
 from skitter.config import CrawlConfig
 from skitter.fetch import Fetcher
 from skitter.models import FetchResult
@@ -284,10 +285,11 @@ def test_bad_urls_are_results() -> None:
 
 def test_unexpected_exception_is_classified(srv: HostileServer,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    async def boom(self: Fetcher, resp: object, res: FetchResult) -> None:
+    # A bug in the code curl calls back for the body: the transfer ends, the crawl goes on.
+    def boom(self: object) -> None:
         raise KeyError("odd")
 
-    monkeypatch.setattr(Fetcher, "_read_body", boom)
+    monkeypatch.setattr(skitter.fetch._Transfer, "_body_starts", boom)
     r = fetch(srv.url("/ok"))
     assert r.error is not None and r.error.startswith("protocol: KeyError"), r.error
     assert r.status == 200
@@ -326,6 +328,70 @@ def test_resolver_override(srv: HostileServer) -> None:
     assert fetch(f"http://demo2.test:{srv.port}/ok", cfg=cfg).status == 200
 
 
+# -- TLS (a real HTTPS server on loopback, certificates from trustme) ----------------------
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, str]]:
+    """An HTTPS server on 127.0.0.1 with a certificate for 127.0.0.1 and tls.test; its CA file."""
+    import http.server
+    import ssl
+    import threading
+
+    import trustme
+
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "tls.test")
+    ca_file = tmp_path_factory.mktemp("tls") / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    cert.configure_cert(ctx)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            body = b"<title>over TLS</title>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], str(ca_file)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_https_certificate_not_trusted_is_tls_error(tls: tuple[int, str]) -> None:
+    port, _ = tls
+    r = fetch(f"https://127.0.0.1:{port}/")
+    assert r.error is not None and r.error.startswith("tls:"), r.error
+    assert r.status is None and "\n" not in r.error
+
+
+def test_https_with_the_ca_trusted(tls: tuple[int, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The trusted CAs are the interpreter's (OpenSSL's default paths), so SSL_CERT_FILE works.
+    port, ca_file = tls
+    monkeypatch.setenv("SSL_CERT_FILE", ca_file)
+    r = fetch(f"https://127.0.0.1:{port}/page")
+    assert r.error is None and r.status == 200 and r.body == b"<title>over TLS</title>"
+    assert r.ip == "127.0.0.1" and r.http_version == "1.1"
+    # A name pinned by the resolver: the certificate is checked against the name, not the IP.
+    r = fetch(f"https://tls.test:{port}/", overrides={"tls.test": "127.0.0.1"})
+    assert r.error is None and r.status == 200
+    r = fetch(f"https://other.test:{port}/", overrides={"other.test": "127.0.0.1"})
+    assert r.error is not None and r.error.startswith("tls:"), r.error
+
+
 # -- the pool --------------------------------------------------------------------------------
 
 def test_connection_reuse(srv: HostileServer) -> None:
@@ -350,6 +416,27 @@ def test_concurrent_fetches_share_one_fetcher(srv: HostileServer) -> None:
     results = asyncio.run(go())
     assert all(r.status == 200 and r.error is None for r in results)
     assert all(b"<title>Page c" in r.body for r in results)
+
+
+def test_cancelled_fetch_leaves_the_fetcher_working(srv: HostileServer) -> None:
+    # A crawl that stops cancels the fetches in flight: the transfer is taken out of curl and
+    # its connection closed; the next fetch on the same fetcher goes through.
+    async def go() -> tuple[bool, FetchResult]:
+        async with Fetcher(CFG.with_(total_timeout=30.0, read_timeout=30.0), allowed=LOCAL) as f:
+            task = asyncio.ensure_future(f.get(srv.url("/slow-drip")))
+            await asyncio.sleep(0.3)
+            task.cancel()
+            try:
+                await task
+                cancelled = False
+            except asyncio.CancelledError:
+                cancelled = True
+            return cancelled, await f.get(srv.url("/page/after-cancel"))
+
+    t = time.monotonic()
+    cancelled, r = asyncio.run(go())
+    assert cancelled and r.status == 200 and r.error is None
+    assert time.monotonic() - t < 5
 
 
 # -- the decoder, in isolation --------------------------------------------------------------
