@@ -13,14 +13,16 @@ def imported(code: str, names: list[str]) -> set[str]:
 
 
 def test_the_crawl_process_leaves_parsing_libraries_and_rich_to_others() -> None:
-    # `skitter crawl --quiet`: the loop, its strategies and the summary; parsing is the workers'
+    # `skitter crawl --quiet`: the loop, its strategies and the summary; parsing is the workers';
+    # fetching is curl's (aiohttp, the demo server's, is 26 MB of imports the crawl never uses)
     got = imported("import skitter.cli, skitter.loop, skitter.stats, skitter.strategies",
-                   ["selectolax", "resiliparse", "rich", "numpy", "aiohttp"])
-    assert got == {"numpy", "aiohttp"}
+                   ["selectolax", "resiliparse", "rich", "numpy", "aiohttp", "pycurl"])
+    assert got == {"numpy", "pycurl"}
 
 
 def test_a_worker_process_imports_no_event_loop() -> None:
     got = imported("import skitter.worker_main, skitter.analyse, skitter.parse, skitter.dedup\n"
                    "skitter.dedup.main_text('<p>x</p>')",
-                   ["asyncio", "ssl", "aiohttp", "sqlite3", "rich", "resiliparse", "selectolax"])
+                   ["asyncio", "ssl", "aiohttp", "pycurl", "sqlite3", "rich", "resiliparse",
+                    "selectolax"])
     assert got == {"selectolax"}   # main text comes from the parser's own tree, not a second parse
