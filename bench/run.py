@@ -387,7 +387,7 @@ def versions(nginx_exe: str) -> dict:
     from importlib import metadata
 
     v = {"python": platform.python_version(), "nginx": nginx_version(nginx_exe)}
-    for dist in ("skitter", "scrapy", "twisted", "aiohttp", "selectolax", "uvloop", "psutil"):
+    for dist in ("skitter", "pycurl", "scrapy", "twisted", "aiohttp", "selectolax", "uvloop", "psutil"):
         try:
             v[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
