@@ -398,6 +398,12 @@ class _Transfer:
         chunks = self.chunks
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
+    def release(self) -> None:
+        """Drop the response's bytes (the result holds what it needs)."""
+        self.chunks = []
+        self.lines.clear()
+        self.decoder = None
+
 
 class _CurlLoop:
     """One ``CurlMulti`` driven by an asyncio loop (curl's socket and timer callbacks)."""
@@ -588,7 +594,7 @@ class Fetcher:
         t0 = time.monotonic()
         curl = self._curl or self._open()
         try:
-            await self._exchange(curl, url, headers, res)
+            await self._exchange(curl, url, headers, res, t0)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # every failure becomes a result; see _classify
@@ -628,10 +634,14 @@ class Fetcher:
         return [f"+{host}:{port}:{addrs}"]
 
     async def _exchange(self, curl: _CurlLoop, url: str, headers: dict[str, str] | None,
-                        res: FetchResult) -> None:
+                        res: FetchResult, t0: float) -> None:
         u = _to_url(url)
         pinned = await self._resolve(u)
         handle = self._handle()
+        total = _limit(self.config.total_timeout)
+        looked_up = time.monotonic() - t0 if pinned is not None and total is not None else 0.0
+        if looked_up > 0.001:  # a lookup took time: curl gets what is left of the whole hop
+            handle.setopt(pycurl.TIMEOUT_MS, max(1, int((total - looked_up) * 1000)))
         transfer = _Transfer(handle, curl.loop.create_future(), self.config.max_body)
         handle.setopt(pycurl.URL, url if u.raw_host and url.isascii() and " " not in url
                       and url.isprintable() else str(u))
@@ -660,6 +670,9 @@ class Fetcher:
         finally:
             if pinned is not None:
                 handle.setopt(pycurl.RESOLVE, [])
+            if looked_up > 0.001:
+                handle.setopt(pycurl.TIMEOUT_MS, max(1, int(total * 1000)))
+            transfer.release()  # the idle handle's callbacks still point at it
             self._free.append(handle)
 
     def _complete(self, transfer: _Transfer, code: int, message: str, res: FetchResult) -> None:

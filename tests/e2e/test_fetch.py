@@ -191,6 +191,31 @@ def test_slow_drip_ends_at_total_timeout(srv: HostileServer) -> None:
     assert 1.8 <= r.elapsed < 3.5
 
 
+def test_slow_lookup_counts_against_the_total(srv: HostileServer) -> None:
+    # The whole hop is bounded, the name lookup included: a lookup that takes 1.2 s of the 2 s
+    # leaves curl 0.8 s for the dripping body. (A stand-in for a slow DNS server: tests stay on
+    # loopback.)
+    class SlowDNS:
+        async def resolve(self, host: str, port: int = 0, family: int = 0) -> list:
+            await asyncio.sleep(1.2)
+            return [{"hostname": host, "host": "127.0.0.1", "port": port,
+                     "family": socket.AF_INET, "proto": 0, "flags": 0}]
+
+        async def close(self) -> None:
+            pass
+
+    async def go() -> FetchResult:
+        async with Fetcher(CFG, allowed=LOCAL) as f:
+            f.resolver._inner = SlowDNS()
+            return await f.get(f"http://slow-dns.test:{srv.port}/slow-drip")
+
+    t = time.monotonic()
+    r = asyncio.run(go())
+    took = time.monotonic() - t
+    assert r.error is not None and r.error.startswith("timeout:"), r.error
+    assert r.status == 200 and 1.8 <= took < 2.6, took
+
+
 def test_slow_headers_read_timeout(srv: HostileServer) -> None:
     cfg = CFG.with_(read_timeout=0.5, total_timeout=5.0)
     t = time.monotonic()
