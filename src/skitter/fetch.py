@@ -10,7 +10,7 @@ sends one GET, never follows redirects, and always returns a
 
 Why curl and not aiohttp: on the benchmark web, fetching was a quarter of the crawl process's
 CPU through aiohttp; curl does the same work (HTTP/1.1 parsing, chunked transfer coding,
-keep-alive, timeouts) in C, for about half of the CPU a page (docs/benchmarks.md).
+keep-alive, timeouts) in C, for about two thirds of the CPU a page (docs/benchmarks.md).
 
 Names are resolved by :class:`~skitter.netguard.GuardedResolver` (overrides, TTL cache, the
 address-class guard) before curl sees the URL, and handed to curl pinned

@@ -27,44 +27,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TypedDict
 from urllib.parse import urlsplit
 
-
-
-class ResolveResult(TypedDict):
-    """One address of a name (the shape of aiohttp's, so either resolver can be the inner one)."""
-
-    hostname: str
-    host: str
-    port: int
-    family: int
-    proto: int
-    flags: int
-
-
-class Resolver(Protocol):
-    async def resolve(self, host: str, port: int = 0,
-                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]: ...
-
-    async def close(self) -> None: ...
-
-
-class SystemResolver:
-    """The system's resolver (``getaddrinfo`` in the event loop's thread pool), TCP addresses."""
-
-    async def resolve(self, host: str, port: int = 0,
-                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
-        infos = await asyncio.get_running_loop().getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, family=family, flags=socket.AI_ADDRCONFIG)
-        out: list[ResolveResult] = []
-        for fam, _, proto, _, address in infos:
-            if fam not in (socket.AF_INET, socket.AF_INET6):
-                continue
-            out.append({"hostname": host, "host": str(address[0]), "port": int(address[1]),
-                        "family": int(fam), "proto": proto, "flags": socket.AI_NUMERICHOST})
-        return out
-
-    async def close(self) -> None:
-        pass
-
 LOOPBACK = "loopback"
 PRIVATE = "private"
 LINK_LOCAL = "link-local"
@@ -248,12 +210,51 @@ _NEGATIVE_ERRNOS = {
 }
 
 
+class ResolveResult(TypedDict):
+    """One address of a name (the shape of aiohttp's, so either resolver can be the inner one)."""
+
+    hostname: str
+    host: str
+    port: int
+    family: int
+    proto: int
+    flags: int
+
+
+class Resolver(Protocol):
+    """What :class:`GuardedResolver` asks for addresses: :class:`SystemResolver`, or any alike."""
+
+    async def resolve(self, host: str, port: int = 0,
+                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]: ...
+
+    async def close(self) -> None: ...
+
+
+class SystemResolver:
+    """The system's resolver (``getaddrinfo`` in the event loop's thread pool), TCP addresses."""
+
+    async def resolve(self, host: str, port: int = 0,
+                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
+        infos = await asyncio.get_running_loop().getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, family=family, flags=socket.AI_ADDRCONFIG)
+        out: list[ResolveResult] = []
+        for fam, _, proto, _, address in infos:
+            if fam not in (socket.AF_INET, socket.AF_INET6):
+                continue
+            out.append({"hostname": host, "host": str(address[0]), "port": int(address[1]),
+                        "family": int(fam), "proto": proto, "flags": socket.AI_NUMERICHOST})
+        return out
+
+    async def close(self) -> None:
+        pass
+
+
 class GuardedResolver:
     """A resolver with overrides, a TTL+LRU cache, and the address-class guard.
 
     ``inner`` defaults to :class:`SystemResolver` (any object with ``resolve`` and ``close``
-    coroutines answering in :class:`ResolveResult` dicts will do). ``clock`` is injectable for tests. Concurrent lookups of one
-    name share a single query.
+    coroutines answering in :class:`ResolveResult` dicts will do). ``clock`` is injectable for
+    tests. Concurrent lookups of one name share a single query.
     """
 
     def __init__(
