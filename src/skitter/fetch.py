@@ -643,8 +643,7 @@ class Fetcher:
         if looked_up > 0.001:  # a lookup took time: curl gets what is left of the whole hop
             handle.setopt(pycurl.TIMEOUT_MS, max(1, int((total - looked_up) * 1000)))
         transfer = _Transfer(handle, curl.loop.create_future(), self.config.max_body)
-        handle.setopt(pycurl.URL, url if u.raw_host and url.isascii() and " " not in url
-                      and url.isprintable() else str(u))
+        handle.setopt(pycurl.URL, str(u))  # as given when plain ASCII (see _to_url), else encoded
         handle.setopt(pycurl.WRITEFUNCTION, transfer.write)
         handle.setopt(pycurl.HEADERFUNCTION, transfer.lines.append)
         if headers:
