@@ -717,3 +717,61 @@ def test_seen_recently_is_a_hint_that_never_claims_an_unseen_url(tmp_path: Path)
     assert frontier.add([cand(u) for u in recent]) == 0
     assert not frontier.seen_recently("http://a.test/never")
     db.close()
+
+
+# -- the stall of issue 17: a clock that moves while the frontier decides ------------------------
+
+def test_a_host_due_between_two_clock_readings_does_not_spin(tmp_path):
+    """The hang seen on fast crawls: _pop_ready read the clock once and refused a host whose next
+    time lay just after that reading, then re-scheduled it with a fresher reading that put it back
+    in the ready heap, popped it, refused it again, forever (100% CPU, no signal handled). A clock
+    that advances 1 ms on every reading makes the window certain: the adaptive delay (10 × 0.15 ms)
+    gives the host a next time 1.5 ms after the done(), which the pop's reading (1 ms later) is
+    before and the re-scheduling reading (2 ms later) is after. ``max_reads`` turns a spin into a
+    failure instead of a hung test."""
+    from skitter.testing import FakeClock as TickingClock
+
+    clock = TickingClock(tick=0.001, max_reads=1000)
+    db = CrawlDB(tmp_path)
+    f = LocalFrontier(db, Politeness(delay=0.0, per_host=2, adaptive=10.0), clock=clock)
+    f.add([cand(f"http://a.test/{i}") for i in range(3)])
+
+    async def scenario():
+        first = await f.next_ready()
+        f.done(first, elapsed=0.00015)
+        clock.reset_reads()
+        second = await asyncio.wait_for(f.next_ready(), 5)
+        return first, second, clock.reads
+
+    first, second, reads = asyncio.run(scenario())
+    assert {first.url, second.url} <= {f"http://a.test/{i}" for i in range(3)}
+    assert first.url != second.url
+    assert reads < 20
+    db.close()
+
+
+def test_the_gate_consuming_thousands_of_candidates_lets_the_event_loop_run(tmp_path):
+    """A host whose queue is all disallowed by a robots.txt that arrived late: the gate consumes
+    the URLs in batches, and other tasks run between batches (a crawl's commits, progress and
+    signal handling must not wait for 20,000 synchronous refusals)."""
+    db, f, clock = make(tmp_path)
+    f.add([cand(f"http://a.test/{i}") for i in range(2000)] + [cand("http://b.test/ok", priority=-1)])
+    f.gate = lambda c: c.url.startswith("http://b.test/")
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    async def scenario():
+        t = asyncio.ensure_future(ticker())
+        got = await f.next_ready()
+        t.cancel()
+        return got
+
+    got = asyncio.run(scenario())
+    assert got.url == "http://b.test/ok"
+    assert ticks >= 2000 // LocalFrontier.gate_batch - 1
+    db.close()

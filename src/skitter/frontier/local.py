@@ -46,8 +46,13 @@ class _Host:
         return bool(self.window) or self.backlog > 0
 
 
+_YIELD = Candidate(url="")   # _pop_ready's "not yet: let the event loop run, then ask again"
+
+
 class LocalFrontier:
     """Implements :class:`skitter.frontier.base.Frontier` on a :class:`CrawlDB`."""
+
+    gate_batch = 256   # candidates the gate may consume in one synchronous pass
 
     def __init__(self, db: CrawlDB, policy: Politeness, *, window: int = 32, memory_cap: int = 50_000,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -87,7 +92,7 @@ class LocalFrontier:
             h = self._host(host)
             h.backlog = n
             self._queued += n
-            self._schedule(h)
+            self._schedule(h, self.clock())
 
     def _host(self, key: str) -> _Host:
         h = self.hosts.get(key)
@@ -128,7 +133,7 @@ class LocalFrontier:
                     h.scheduled = False  # a better head: re-rank the host (its old entry goes stale)
             else:
                 h.backlog += 1
-            self._schedule(h)
+            self._schedule(h, self.clock())
         if new:
             self._wake.set()
         return new
@@ -192,11 +197,15 @@ class LocalFrontier:
             insort(h.window, (priority, -seq, cand))
         self._mem += len(rows)
 
-    def _schedule(self, h: _Host) -> None:
+    def _schedule(self, h: _Host, now: float) -> None:
+        """Put a host with work and a free slot in the ready heap (it may start at ``now``) or the
+        timer heap (it may not). Every decision of one ``_pop_ready`` pass uses the same ``now``
+        as its ``can_start`` test: with a fresher clock here, a host whose next time fell between
+        the two readings went back to the ready heap, was refused again, and so on forever."""
         if h.scheduled or self._stopped or h.clock.active >= self.policy.per_host or not h.has_work():
             return
         self._tick += 1
-        if h.clock.next_time > self.clock():
+        if h.clock.next_time > now:
             heapq.heappush(self._timers, (h.clock.next_time, self._tick, h.key))
             h.ready_priority = None
         else:
@@ -209,6 +218,11 @@ class LocalFrontier:
         h.scheduled = True
 
     def _pop_ready(self) -> Candidate | None:
+        """The best candidate that may start now, or None. One clock reading decides everything in
+        the pass, so it ends: a host refused here has its next time after ``now`` and goes to the
+        timer heap, and a due timer re-schedules its host at most once (its new entry, if any, is
+        also after ``now`` or in the ready heap). Only the gate's consumptions repeat a host, each
+        taking one of its candidates, and they are capped per pass (``gate_batch``)."""
         now = self.clock()
         while self._timers and self._timers[0][0] <= now:
             _, tick, key = heapq.heappop(self._timers)
@@ -216,7 +230,8 @@ class LocalFrontier:
             if tick != h.entry:
                 continue  # stale: the host was re-ranked
             h.scheduled = False
-            self._schedule(h)
+            self._schedule(h, now)
+        gated = 0
         while self._ready:
             _, tick, key = heapq.heappop(self._ready)
             h = self.hosts[key]
@@ -224,7 +239,7 @@ class LocalFrontier:
                 continue  # stale: the host was re-ranked
             h.scheduled = False
             if not h.clock.can_start(now):
-                self._schedule(h)
+                self._schedule(h, now)
                 continue
             self._refill(h)
             if not h.window:
@@ -234,17 +249,23 @@ class LocalFrontier:
             self._queued -= 1
             if self.gate is not None and not self.gate(cand):
                 # Decided without a request (e.g. robots.txt disallows it): no politeness slot used.
-                self._schedule(h)
+                self._schedule(h, now)
+                gated += 1
+                if gated >= self.gate_batch:
+                    return _YIELD   # thousands of disallowed URLs: let the event loop run between batches
                 continue
             self._in_flight += 1
             h.clock.started(now)
-            self._schedule(h)
+            self._schedule(h, now)
             return cand
         return None
 
     async def next_ready(self) -> Candidate | None:
         while not self._stopped:
             cand = self._pop_ready()
+            if cand is _YIELD:
+                await asyncio.sleep(0)
+                continue
             if cand is not None:
                 return cand
             if not self._timers and not self._ready and self._in_flight == 0:
@@ -268,7 +289,7 @@ class LocalFrontier:
         if retry_after:
             h.clock.back_off(now, retry_after)
         self._in_flight -= 1
-        self._schedule(h)
+        self._schedule(h, now)
         self._wake.set()
 
     def requeue(self, candidate: Candidate, *, not_before: float = 0.0) -> None:
@@ -278,9 +299,10 @@ class LocalFrontier:
         insort(h.window, (float("inf"), -self._tick, candidate))  # FIFO among requeued ones
         self._mem += 1
         self._queued += 1
+        now = self.clock()
         if not_before:
-            h.clock.back_off(self.clock(), not_before)
-        self._schedule(h)
+            h.clock.back_off(now, not_before)
+        self._schedule(h, now)
         self._wake.set()
 
     def reprioritize(self, url: str, priority: float) -> None:
@@ -329,7 +351,7 @@ class LocalFrontier:
         """A candidate of ``h`` got better: re-rank the host if it now has a better head."""
         if h.scheduled and h.ready_priority is not None and priority > h.ready_priority:
             h.scheduled = False  # its old ready-heap entry goes stale
-        self._schedule(h)
+        self._schedule(h, self.clock())
         self._wake.set()
 
     def set_crawl_delay(self, url: str, seconds: float | None) -> None:
