@@ -79,6 +79,8 @@ SETTINGS: tuple[Setting, ...] = (
             "indexed (about 800 bytes each in memory; 0: every page, memory growing with the crawl)", int),
     Setting("index_interval", 10.0, "seconds between updates of the search index while crawling (0: only "
             "when the crawl stops; -1: no index, build it later with skitter index)", float),
+    Setting("stall_after", 30.0, "seconds without a request starting or finishing, while URLs are queued, "
+            "before the crawl writes what it is waiting for (DIR/crawl.log, skitter stats)", float),
     Setting("obey_robots", True, "obey robots.txt (the benchmark and the demo keep this on)", bool),
 )
 
@@ -123,6 +125,7 @@ class CrawlConfig:
     near_duplicates: str = "new-links"
     near_dup_window: int = 50000
     index_interval: float = 10.0
+    stall_after: float = 30.0
     obey_robots: bool = True
     # Not user settings: how the crawl was started.
     seeds: tuple[str, ...] = field(default=())
@@ -137,7 +140,7 @@ class CrawlConfig:
                     "read_timeout": 0.001, "total_timeout": 0.001, "retries": 0, "max_redirects": 0,
                     "max_pages_per_host": 0, "host_burst": 0, "host_window": 1, "max_url_length": 16,
                     "max_repeated_segments": 0, "robots_expiry": 0, "workers": -1, "tunnel": 0,
-                    "near_dup_window": 0}
+                    "near_dup_window": 0, "stall_after": 0.1}
         for name, low in at_least.items():
             if getattr(self, name) < low:
                 raise UsageError(f"--{name.replace('_', '-')} must be at least {low}, got {getattr(self, name)}")

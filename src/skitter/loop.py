@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 from .config import CrawlConfig
+from .crawllog import crawl_log
 from .errors import BadSeedError, CrawlDirError, SkitterError
 from .fetch import Fetcher
 from . import dedup as dedup_module
@@ -50,6 +50,7 @@ from .store.text import pack_text
 from .store.warc import WarcWriter
 from .strategies import ParentContext, make_scorer
 from .urls import URLError, canonicalize, fingerprint, host_key, resolve
+from .watchdog import Watchdog
 from .workers import WorkerDied, WorkerPool
 
 REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
@@ -187,10 +188,18 @@ class Crawler:
     # -- the loop --------------------------------------------------------------------------
     async def run(self) -> CrawlStats:
         self._open()
+        with crawl_log(self.directory):
+            return await self._run()
+
+    async def _run(self) -> CrawlStats:
         c = self.config
         allowed = allowed_classes(list(c.seeds), c.allow_private, resolved=dict(c.resolve))
         n = c.worker_count()
         self.pool = WorkerPool(n) if n else None   # no orphan survives a kill -9 (skitter.workers)
+        self._tasks: list[asyncio.Task] = []
+        self.watchdog = Watchdog(self.directory, describe=self.describe_wait, on_stop=self.interrupt,
+                                 has_work=lambda: self.frontier.queued > 0 or self.frontier.in_flight > 0,
+                                 stall_after=c.stall_after)
         try:
             if self.pool is not None:
                 try:
@@ -207,25 +216,27 @@ class Crawler:
                             self.filter.admitted_new(s.url)
                 self._commit()
                 self._stop_event = asyncio.Event()
-                self._install_signals()
+                self.watchdog.start()
                 committer = asyncio.create_task(self._committer())
                 indexer = asyncio.create_task(self._indexer())
-                workers = [asyncio.create_task(self._worker()) for _ in range(max(1, c.concurrency))]
+                watcher = asyncio.create_task(self.watchdog.run())
+                self._tasks = workers = [asyncio.create_task(self._worker()) for _ in range(max(1, c.concurrency))]
                 stopper = asyncio.create_task(self._stop_event.wait())
                 gatherer = asyncio.gather(*workers)
                 try:
                     await asyncio.wait([gatherer, stopper], return_when=asyncio.FIRST_COMPLETED)
                 finally:
-                    for task in (*workers, stopper, committer, indexer):
+                    for task in (*workers, stopper, committer, indexer, watcher):
                         task.cancel()
-                    results = await asyncio.gather(*workers, stopper, committer, indexer, return_exceptions=True)
+                    results = await asyncio.gather(*workers, stopper, committer, indexer, watcher,
+                                                   return_exceptions=True)
                     if not gatherer.cancelled():
                         gatherer.exception()  # retrieved: the same exceptions are in results
                     for r in results:
                         if isinstance(r, Exception):  # a bug in a worker: surface it, never hide it
                             raise r
         finally:
-            self._remove_signals()
+            self.watchdog.close()
             if self.pool is not None:
                 await self.pool.close()
             self._finish()
@@ -247,6 +258,7 @@ class Crawler:
             cand = await frontier.next_ready()
             if cand is None:
                 return
+            self.watchdog.last_activity = time.monotonic()
             await self._process(cand)
 
     def _gate(self, cand: Candidate) -> bool:
@@ -286,6 +298,7 @@ class Crawler:
                 self._handle(cand, result, analysis)
         finally:
             self.frontier.done(cand, elapsed=elapsed, retry_after=retry_after)
+            self.watchdog.last_activity = time.monotonic()
 
     async def _fetch_robots(self, cand: Candidate) -> float:
         t0 = time.monotonic()
@@ -551,35 +564,47 @@ class Crawler:
             self.warc.close()
             db.close()
 
-    # -- Ctrl-C ----------------------------------------------------------------------------
-    def _install_signals(self) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            loop.add_signal_handler(signal.SIGINT, self.interrupt)
-            loop.add_signal_handler(signal.SIGTERM, self.interrupt)
-        except (NotImplementedError, RuntimeError):
-            pass
-
-    def _remove_signals(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-            loop.remove_signal_handler(signal.SIGINT)
-            loop.remove_signal_handler(signal.SIGTERM)
-        except (NotImplementedError, RuntimeError):
-            pass
-
+    # -- Ctrl-C, and what a stalled crawl waits for ----------------------------------------
     @property
     def interrupted(self) -> bool:
-        return self._interrupted
+        return self._interrupted or getattr(self, "watchdog", None) is not None and self.watchdog.interrupted
 
     def interrupt(self) -> None:
-        """Stop cleanly: no new requests; what is in flight is abandoned and fetched on resume."""
-        if self._interrupted:
-            raise KeyboardInterrupt
+        """Stop cleanly: no new requests; what is in flight is abandoned and fetched on resume.
+        (SIGINT/SIGTERM reach it through the watchdog, which also stops a loop that does not
+        take the request: skitter.watchdog.)"""
         self._interrupted = True
         self._stopping = True
         self.frontier.stop()
         self._stop_event.set()
+
+    def describe_wait(self) -> str:
+        """One line: what the crawl is waiting for (the watchdog's report of a stall)."""
+        f = self.frontier
+        parts = [f"{f.queued:,} URLs queued, {f.in_flight} in flight"]
+        held = f.held_hosts(limit=3)
+        if held:
+            shown = ", ".join(f"{host} for {wait:.1f} s more" + (f" (Crawl-delay {cd:g} s)" if cd else "")
+                              for host, wait, cd in held[1])
+            parts.append(f"{held[0]} hosts held by politeness ({shown}{', …' if held[0] > len(held[1]) else ''})")
+        parts.append(f"{self.robots.pending} robots.txt fetches under way")
+        if self.pool is not None:
+            parts.append(f"{self.pool.busy} analysis calls in the worker processes")
+        where = Counter(_awaiting(task) for task in self._tasks if not task.done())
+        if where:
+            parts.append("fetch tasks waiting in " + ", ".join(f"{n} {name}" for name, n in where.most_common()))
+        return "; ".join(parts)
+
+
+def _awaiting(task: asyncio.Task) -> str:
+    """The innermost of skitter's coroutines a task is suspended in (following ``cr_await``)."""
+    coro, name = task.get_coro(), "?"
+    package = os.path.dirname(__file__)
+    while coro is not None and hasattr(coro, "cr_code"):
+        if coro.cr_code.co_filename.startswith(package):
+            name = coro.cr_code.co_name
+        coro = coro.cr_await
+    return name
 
 
 def _fields(cand: Candidate) -> dict:

@@ -66,9 +66,14 @@ def _mirrors(db: CrawlDB) -> list[tuple[str, str, float]]:
 def load_summary(directory: Path) -> dict[str, Any]:
     db = CrawlDB(directory, readonly=True)
     try:
-        return summary(db)
+        s = summary(db)
     finally:
         db.conn.close()
+    from .watchdog import read_status
+
+    # the watchdog's last word (skitter.watchdog): a stalled or blocked crawl says so here
+    s["watchdog"] = read_status(directory)
+    return s
 
 
 def render(s: dict[str, Any]):
@@ -97,6 +102,9 @@ def render(s: dict[str, Any]):
         ("bytes", f"{s['bytes']:,}"),
         ("top hosts", ", ".join(f"{h} ({n})" for h, n in s["top_hosts"]) or "-"),
     ]
+    w = s.get("watchdog")
+    if w and s["state"] == "running":
+        rows.append(("watchdog", f"{w['kind']} at {w['at']}: {w['message']}"))
     for k, v in rows:
         t.add_row(k, v)
     return t

@@ -96,6 +96,11 @@ class WorkerPool:
         return self._broken
 
     @property
+    def busy(self) -> int:
+        """Calls submitted and not answered yet, over all workers."""
+        return sum(len(w.pending) for w in self._workers)
+
+    @property
     def pids(self) -> list[int]:
         return [w.proc.pid for w in self._workers if not w.dead]
 

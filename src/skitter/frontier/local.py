@@ -354,6 +354,15 @@ class LocalFrontier:
         self._schedule(h, self.clock())
         self._wake.set()
 
+    def held_hosts(self, limit: int = 3) -> tuple[int, list[tuple[str, float, float]]]:
+        """Hosts with work that wait for their politeness time: how many, and the ``limit`` that
+        wait the least as (host, seconds left, Crawl-delay). For the watchdog's report."""
+        now = self.clock()
+        held = sorted((h.clock.next_time - now, key, h.clock.crawl_delay)
+                      for _, tick, key in self._timers
+                      if (h := self.hosts[key]).entry == tick and h.scheduled and h.ready_priority is None)
+        return len(held), [(key, wait, cd) for wait, key, cd in held[:limit]]
+
     def set_crawl_delay(self, url: str, seconds: float | None) -> None:
         self._host(host_key(url)).clock.crawl_delay = seconds or 0.0
 

@@ -103,6 +103,11 @@ class RobotsCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    @property
+    def pending(self) -> int:
+        """robots.txt loads under way."""
+        return len(self._inflight)
+
     async def rules_for(self, url: str) -> RobotsRules:
         """The rules for ``url``'s origin, fetching robots.txt if not cached (or expired).
 
