@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import ipaddress
 import json
 import os
@@ -104,6 +105,7 @@ async def _serve(args: argparse.Namespace) -> None:
     latency = max(0.0, args.latency_ms) / 1000.0
     log = open(args.access_log, "a", encoding="utf-8") if args.access_log else None
     state: dict[str, object] = {}
+    flaky = _Flaky(args.flaky, args.flaky_share)
 
     async def handler(request: aioweb.BaseRequest) -> aioweb.StreamResponse:
         t0 = time.time()
@@ -117,6 +119,8 @@ async def _serve(args: argparse.Namespace) -> None:
             resp = aioweb.Response(status=421, text="misdirected request\n")
         elif request.method not in ("GET", "HEAD"):
             resp = aioweb.Response(status=405, headers={"Allow": "GET, HEAD"})
+        elif (refusal := flaky.refuse(ips.index(local_ip), path)) is not None:
+            resp = aioweb.Response(status=refusal, headers={"Retry-After": "1"}, text="try again later\n")
         else:
             hdr = request.headers
             try:
@@ -196,6 +200,27 @@ async def _serve(args: argparse.Namespace) -> None:
             log.close()
 
 
+class _Flaky:
+    """Transient refusals: on the flaky hosts, a share of the paths (chosen by a hash, so the
+    same ones every run) answer their FIRST request with 503 (even host indexes) or 429 (odd),
+    Retry-After: 1, and 200 afterwards. A polite crawler that retries gets the same URL set as
+    from a server that never refuses. robots.txt is never refused."""
+
+    def __init__(self, hosts: list[int], share: float) -> None:
+        self.hosts = set(hosts)
+        self.share = share
+        self.seen: set[tuple[int, str]] = set()
+
+    def refuse(self, g: int, path: str) -> int | None:
+        if g not in self.hosts or path == "/robots.txt" or (g, path) in self.seen:
+            return None
+        self.seen.add((g, path))
+        bucket = int.from_bytes(hashlib.blake2b(f"{g}:{path}".encode(), digest_size=4).digest(), "big")
+        if bucket / 2**32 >= self.share:
+            return None
+        return 503 if g % 2 == 0 else 429
+
+
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     d = DemoConfig()
     p = argparse.ArgumentParser(prog="python -m skitter.demo.server",
@@ -211,6 +236,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="share of content links to the popular articles")
     p.add_argument("--crawl-delay", type=float, default=d.crawl_delay)
     p.add_argument("--latency-ms", type=float, default=0.0, help="sleep this long per request")
+    p.add_argument("--flaky", type=lambda s: [int(x) for x in s.split(",") if x], default=[],
+                   help="host indexes (e.g. 2,5) where a share of paths first answer 503/429 with Retry-After")
+    p.add_argument("--flaky-share", type=float, default=0.1, help="share of a flaky host's paths refused once")
     p.add_argument("--access-log", type=Path, default=None)
     p.add_argument("--ip-base", default="127.0.0.2")
     p.add_argument("--port", type=int, default=0, help="0: pick a free port")
@@ -283,9 +311,12 @@ class DemoServer:
 
     def __init__(self, config: DemoConfig = DemoConfig(), *, latency_ms: float = 0,
                  access_log: Path | str | None = None, ip_base: str = "127.0.0.2",
-                 port: int = 0, start_timeout: float = 30.0) -> None:
+                 port: int = 0, start_timeout: float = 30.0, flaky: tuple[int, ...] = (),
+                 flaky_share: float = 0.1) -> None:
         self.config = config
         self.latency_ms = latency_ms
+        self.flaky = tuple(flaky)
+        self.flaky_share = flaky_share
         self.access_log = Path(access_log) if access_log is not None else None
         self.ip_base = ip_base
         self.start_timeout = start_timeout
@@ -311,6 +342,8 @@ class DemoServer:
                "--port", str(self._port_req), "--parent-pid", str(os.getpid()), "--watch-stdin"]
         if self.access_log is not None:
             cmd += ["--access-log", str(self.access_log)]
+        if self.flaky:
+            cmd += ["--flaky", ",".join(map(str, self.flaky)), "--flaky-share", repr(self.flaky_share)]
         return cmd
 
     def start(self) -> "DemoServer":
