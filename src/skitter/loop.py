@@ -226,10 +226,13 @@ class Crawler:
                 try:
                     await asyncio.wait([gatherer, stopper], return_when=asyncio.FIRST_COMPLETED)
                 finally:
-                    for task in (*workers, stopper, committer, indexer, watcher):
+                    # the watchdog's heartbeat goes last: the others may take seconds to wind down
+                    # (the index process finishes its update), and the loop runs all along
+                    for task in (*workers, stopper, committer, indexer):
                         task.cancel()
-                    results = await asyncio.gather(*workers, stopper, committer, indexer, watcher,
-                                                   return_exceptions=True)
+                    results = await asyncio.gather(*workers, stopper, committer, indexer, return_exceptions=True)
+                    watcher.cancel()
+                    await asyncio.gather(watcher, return_exceptions=True)
                     if not gatherer.cancelled():
                         gatherer.exception()  # retrieved: the same exceptions are in results
                     for r in results:
