@@ -77,6 +77,15 @@ answer If-None-Match / If-Modified-Since with 304.
 
 ``len(pages()) == config.pages`` exactly: every finite status-200 URL (redirects, 404s, traps,
 robots.txt and sitemap.xml are not counted). ``reachable()`` is the crawl ground truth.
+
+The changing mode (``DemoConfig(changing=ChangeConfig(...))``, ``start_epoch=``; off by default,
+and then nothing above changes by a byte): articles, copies, home pages and listings change as
+Poisson processes (``changing.py``) with an "Update" paragraph in the main text, some pages carry
+per-request noise in their boilerplate, ETags follow versions, Last-Modified is true, absent or
+"now" by host, new articles appear and are announced on their home page, and the sitemaps give
+lastmod and changefreq (host 1: a sitemap index with a gzip child). ``respond(..., now=t)`` serves
+time ``t``; ``change_log``, ``version``, ``change_times``, ``last_changed`` and ``new_articles``
+are its ground truth. docs/recrawl.md describes it.
 """
 
 from __future__ import annotations
