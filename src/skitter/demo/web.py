@@ -2150,8 +2150,11 @@ class DemoWeb:
         (under "headers"), the gzip encoding of /p/gzip.html (a static server gzips as it is
         configured), the 404 of robots.txt on the no-robots host (simply no file), conditional
         requests. 404s (missing/) are simply absent files. Bodies embed the base URLs: serve the
-        files on the same base URLs the DemoWeb was built with.
+        files on the same base URLs the DemoWeb was built with. A changing web has no static
+        files (its pages change and carry per-request noise): ValueError.
         """
+        if self.changes is not None:
+            raise ValueError("a changing web cannot be written as static files")
         root = Path(root)
         for url in self.pages():
             g, path = self._split(url)  # type: ignore[misc]
@@ -2194,7 +2197,8 @@ class DemoWeb:
                     hd[p] = extra
             headers[str(g)] = hd
         manifest = {
-            "config": asdict(self.config),
+            # (without "changing": always None here, and the manifest stays as it was before it)
+            "config": {k: v for k, v in asdict(self.config).items() if k != "changing"},
             "base_urls": self.base_urls,
             "pages": len(self.pages()),
             "redirects": redirects,
