@@ -47,7 +47,7 @@ def test_changing_server_conditional_gets_and_changes() -> None:
         def key(u: str) -> str:
             return web._live_url(u).key
 
-        fast = next(u for u in true_host if web.kind(u) == "page" and 0.5 < web.change_rate(u) < 5
+        fast = next(u for u in true_host if web.kind(u) == "page" and 1 < web.change_rate(u) < 5
                     and not live.noisy(key(u)))
         static = next(u for u in true_host if web.kind(u) == "page" and web.change_rate(u) == 0
                       and not live.noisy(key(u)))
