@@ -2,19 +2,23 @@
 
 ``DemoWeb`` (web.py) is the pure generator and the ground truth; ``DemoServer`` (server.py) serves
 it from a subprocess on 127.0.0.2, 127.0.0.3, ... (one port) for ``skitter demo``, the tests and
-the benchmark.
+the benchmark. With ``DemoConfig(changing=ChangeConfig(...))`` (server: ``--changing``) its pages
+change as Poisson processes, with noise, validators, new articles and a ground-truth change log
+(changing.py; docs/recrawl.md).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .web import DemoConfig, DemoWeb, Response
+from .changing import ChangeConfig
+from .web import Change, DemoConfig, DemoWeb, Response
 
 if TYPE_CHECKING:
     from .server import DemoServer, read_access_log
 
-__all__ = ["DemoConfig", "DemoServer", "DemoWeb", "Response", "read_access_log"]
+__all__ = ["Change", "ChangeConfig", "DemoConfig", "DemoServer", "DemoWeb", "Response",
+           "read_access_log"]
 
 
 def __getattr__(name: str) -> Any:

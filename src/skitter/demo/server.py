@@ -2,11 +2,18 @@
 
     python -m skitter.demo.server --hosts 8 --pages 3000 --seed 1 [--latency-ms 0]
                                   [--access-log FILE] [--ip-base 127.0.0.2] [--port 0]
+                                  [--changing [--change-speed X] [--static-share S]
+                                   [--min-interval SECONDS] [--max-interval SECONDS]
+                                   [--noise-share S] [--new-per-hour N] [--link-share S]
+                                   [--start-epoch T]]
 
 One aiohttp server is bound on ``hosts`` consecutive loopback addresses, all on the same port (the
 first bind picks a free port, the others reuse it; if one fails, everything is retried with a new
 port). The host is chosen by the local address a request arrived on, not by its Host header. When
-listening, it prints ONE JSON line ``{"port": P, "base_urls": [...]}`` to stdout and flushes.
+listening, it prints ONE JSON line ``{"port": P, "base_urls": [...]}`` to stdout and flushes; with
+``--changing`` (the changing web, docs/recrawl.md) the line also has ``"start_epoch"``, the
+wall-clock time its pages' versions count from (``--start-epoch``, or the time it started), so
+that ``DemoWeb(config, base_urls, start_epoch=...)`` reproduces its ground truth in-process.
 
 Access log (``--access-log``): one JSON line per request, written and flushed when the response
 has been written: ``{"t0", "t1", "host": "127.0.0.3:P", "path", "status", "ua"}`` (t0/t1 are
@@ -36,8 +43,10 @@ import threading
 import time
 import traceback
 import weakref
+from dataclasses import replace
 from pathlib import Path
 
+from .changing import ChangeConfig
 from .web import DemoConfig, DemoWeb
 
 __all__ = ["DemoServer", "read_access_log", "main"]
@@ -100,7 +109,8 @@ async def _serve(args: argparse.Namespace) -> None:
     config = DemoConfig(seed=args.seed, hosts=args.hosts, pages=args.pages,
                         page_kb=tuple(args.page_kb), topics=args.topics,
                         cross_host_links=args.cross_host_links, popular_links=args.popular_links,
-                        crawl_delay=args.crawl_delay)
+                        crawl_delay=args.crawl_delay, changing=_change_config(args))
+    start_epoch = args.start_epoch if args.start_epoch is not None else time.time()
     ips = _addresses(args.ip_base, args.hosts)
     latency = max(0.0, args.latency_ms) / 1000.0
     log = open(args.access_log, "a", encoding="utf-8") if args.access_log else None
@@ -127,7 +137,7 @@ async def _serve(args: argparse.Namespace) -> None:
                 r = state["web"].respond(  # type: ignore[union-attr]
                     base, path, accept_gzip=_accepts_gzip(hdr.get("Accept-Encoding")),
                     if_none_match=hdr.get("If-None-Match"),
-                    if_modified_since=hdr.get("If-Modified-Since"))
+                    if_modified_since=hdr.get("If-Modified-Since"), now=time.time())
                 # (for HEAD, aiohttp sends the headers and Content-Length but no body)
                 resp = aioweb.Response(status=r.status, body=r.body, headers=r.headers)
             except Exception:   # a generator bug: a logged 500, not a dropped connection
@@ -163,10 +173,13 @@ async def _serve(args: argparse.Namespace) -> None:
     base_urls = [f"http://{ip}:{port}" for ip in ips]
     state["port"] = port
     state["base_by_ip"] = dict(zip(ips, base_urls))
-    state["web"] = DemoWeb(config, base_urls)
+    state["web"] = DemoWeb(config, base_urls, start_epoch=start_epoch)
     for sock in socks:
         await aioweb.SockSite(runner, sock, backlog=1024, shutdown_timeout=1.0).start()
-    sys.stdout.write(json.dumps({"port": port, "base_urls": base_urls}) + "\n")
+    info: dict[str, object] = {"port": port, "base_urls": base_urls}
+    if config.changing is not None:
+        info["start_epoch"] = start_epoch
+    sys.stdout.write(json.dumps(info) + "\n")
     sys.stdout.flush()
 
     async def watch_parent() -> None:
@@ -221,8 +234,18 @@ class _Flaky:
         return 503 if g % 2 == 0 else 429
 
 
+def _change_config(args: argparse.Namespace) -> ChangeConfig | None:
+    if not args.changing:
+        return None
+    return ChangeConfig(speed=args.change_speed, static_share=args.static_share,
+                        min_interval=args.min_interval, max_interval=args.max_interval,
+                        noise_share=args.noise_share, new_per_hour=args.new_per_hour,
+                        link_share=args.link_share)
+
+
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     d = DemoConfig()
+    c = ChangeConfig()
     p = argparse.ArgumentParser(prog="python -m skitter.demo.server",
                                 description="Serve the skitter demo web on loopback addresses.")
     p.add_argument("--hosts", type=int, default=d.hosts)
@@ -244,7 +267,30 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=0, help="0: pick a free port")
     p.add_argument("--parent-pid", type=int, default=0, help="exit when this parent dies")
     p.add_argument("--watch-stdin", action="store_true", help="exit at EOF on stdin")
-    return p.parse_args(argv)
+    ch = p.add_argument_group("the changing web (docs/recrawl.md)")
+    ch.add_argument("--changing", action="store_true", help="pages change as Poisson processes")
+    ch.add_argument("--change-speed", type=float, default=c.speed,
+                    help="time compression: model seconds per wall-clock second")
+    ch.add_argument("--static-share", type=float, default=c.static_share,
+                    help="share of pages that never change")
+    ch.add_argument("--min-interval", type=float, default=c.min_interval,
+                    help="mean seconds between changes of the fastest pages (model time)")
+    ch.add_argument("--max-interval", type=float, default=c.max_interval,
+                    help="mean seconds between changes of the slowest changing pages (model time)")
+    ch.add_argument("--noise-share", type=float, default=c.noise_share,
+                    help="share of pages with per-request noise that is no change")
+    ch.add_argument("--new-per-hour", type=float, default=c.new_per_hour,
+                    help="new articles per host and model hour")
+    ch.add_argument("--link-share", type=float, default=c.link_share,
+                    help="share of changes that also link another article")
+    ch.add_argument("--start-epoch", type=float, default=None,
+                    help="the clock's start (default: now)")
+    args = p.parse_args(argv)
+    try:
+        _change_config(args)
+    except ValueError as exc:
+        p.error(str(exc))
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -301,6 +347,19 @@ def _stop_process(proc: subprocess.Popen) -> None:
         pass
 
 
+def _with_changes(config: DemoConfig, changing: bool | ChangeConfig, **overrides: float | None) -> DemoConfig:
+    """``config`` with the changing web ``DemoServer``'s keywords ask for."""
+    change = changing if isinstance(changing, ChangeConfig) else config.changing
+    if changing is True and change is None:
+        change = ChangeConfig()
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if given and change is None:
+        raise ValueError(f"{', '.join(given)}: only for a changing web (changing=True)")
+    if change is not None and given:
+        change = replace(change, **given)
+    return config if change is config.changing else replace(config, changing=change)
+
+
 class DemoServer:
     """The demo web served by a subprocess while the context is open.
 
@@ -312,8 +371,16 @@ class DemoServer:
     def __init__(self, config: DemoConfig = DemoConfig(), *, latency_ms: float = 0,
                  access_log: Path | str | None = None, ip_base: str = "127.0.0.2",
                  port: int = 0, start_timeout: float = 30.0, flaky: tuple[int, ...] = (),
-                 flaky_share: float = 0.1) -> None:
-        self.config = config
+                 flaky_share: float = 0.1,
+                 changing: bool | ChangeConfig = False, change_speed: float | None = None,
+                 static_share: float | None = None, min_interval: float | None = None,
+                 max_interval: float | None = None, start_epoch: float | None = None) -> None:
+        """The changing web: ``config.changing``, or ``changing=True`` (the defaults) or a
+        ``ChangeConfig``, with the server flags' overrides (``change_speed`` ...); ``start_epoch``
+        pins its clock (default: the server's start). ``self.start_epoch`` is the one it used."""
+        self.config = _with_changes(config, changing, speed=change_speed, static_share=static_share,
+                                    min_interval=min_interval, max_interval=max_interval)
+        self.start_epoch = start_epoch
         self.latency_ms = latency_ms
         self.flaky = tuple(flaky)
         self.flaky_share = flaky_share
@@ -344,6 +411,14 @@ class DemoServer:
             cmd += ["--access-log", str(self.access_log)]
         if self.flaky:
             cmd += ["--flaky", ",".join(map(str, self.flaky)), "--flaky-share", repr(self.flaky_share)]
+        ch = c.changing
+        if ch is not None:
+            cmd += ["--changing", "--change-speed", repr(ch.speed), "--static-share", repr(ch.static_share),
+                    "--min-interval", repr(ch.min_interval), "--max-interval", repr(ch.max_interval),
+                    "--noise-share", repr(ch.noise_share), "--new-per-hour", repr(ch.new_per_hour),
+                    "--link-share", repr(ch.link_share)]
+            if self.start_epoch is not None:
+                cmd += ["--start-epoch", repr(self.start_epoch)]
         return cmd
 
     def start(self) -> "DemoServer":
@@ -369,7 +444,8 @@ class DemoServer:
             raise RuntimeError(f"demo server did not start: {exc}\n{err}") from None
         self.port = info["port"]
         self.base_urls = info["base_urls"]
-        self.web = DemoWeb(self.config, self.base_urls)
+        self.start_epoch = info.get("start_epoch", self.start_epoch)
+        self.web = DemoWeb(self.config, self.base_urls, start_epoch=self.start_epoch)
         return self
 
     def _read_line(self, timeout: float) -> str:

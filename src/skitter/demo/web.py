@@ -77,6 +77,15 @@ answer If-None-Match / If-Modified-Since with 304.
 
 ``len(pages()) == config.pages`` exactly: every finite status-200 URL (redirects, 404s, traps,
 robots.txt and sitemap.xml are not counted). ``reachable()`` is the crawl ground truth.
+
+The changing mode (``DemoConfig(changing=ChangeConfig(...))``, ``start_epoch=``; off by default,
+and then nothing above changes by a byte): articles, copies, home pages and listings change as
+Poisson processes (``changing.py``) with an "Update" paragraph in the main text, some pages carry
+per-request noise in their boilerplate, ETags follow versions, Last-Modified is true, absent or
+"now" by host, new articles appear and are announced on their home page, and the sitemaps give
+lastmod and changefreq (host 1: a sitemap index with a gzip child). ``respond(..., now=t)`` serves
+time ``t``; ``change_log``, ``version``, ``change_times``, ``last_changed`` and ``new_articles``
+are its ground truth. docs/recrawl.md describes it.
 """
 
 from __future__ import annotations
@@ -96,11 +105,15 @@ import sys
 from array import array
 from collections import deque
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
-__all__ = ["DemoConfig", "DemoWeb", "Response", "TOPIC_NAMES"]
+from .changing import ChangeConfig, ChangeModel, changefreq
+
+__all__ = ["Change", "ChangeConfig", "DemoConfig", "DemoWeb", "Response", "TOPIC_NAMES"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -118,6 +131,7 @@ class DemoConfig:
     popular_links: float = 0.1        # share of an article's content links to the web's popular articles
     crawl_delay: float = 0.5          # the Crawl-delay of the one host that has one (0: none)
     near_duplicates: bool = True      # near-duplicate families and the mirror host (see the module doc)
+    changing: ChangeConfig | None = None  # the changing mode (see the module doc); None: a static web
 
     def __post_init__(self) -> None:
         if self.hosts < 1:
@@ -133,6 +147,15 @@ class DemoConfig:
             raise ValueError("popular_links must be within [0, 1)")
         if self.crawl_delay < 0:
             raise ValueError("crawl_delay must be >= 0")
+
+
+class Change(NamedTuple):
+    """One entry of the changing web's ground-truth log: at wall-clock ``time``, ``url`` changed
+    (``kind`` "change") or appeared (``kind`` "new": a new article, linked from then on)."""
+
+    time: float
+    url: str
+    kind: str
 
 
 @dataclass(frozen=True)
@@ -554,7 +577,10 @@ _HTML = "text/html; charset=utf-8"
 class DemoWeb:
     """The demo web for one config and one set of base URLs (one per host)."""
 
-    def __init__(self, config: DemoConfig, base_urls: list[str]) -> None:
+    def __init__(self, config: DemoConfig, base_urls: list[str], *,
+                 start_epoch: float | None = None) -> None:
+        """``start_epoch``: when the changing web's clock starts (the server's start time; default
+        2024-01-01); ignored by a static web."""
         if len(base_urls) != config.hosts:
             raise ValueError(f"need {config.hosts} base URLs, got {len(base_urls)}")
         self.config = config
@@ -586,6 +612,10 @@ class DemoWeb:
         self._families_memo: dict[str, list[str]] | None = None
         if config.near_duplicates:
             self._plan_near_duplicates()
+        self.start_epoch = float(_EPOCH if start_epoch is None else start_epoch)
+        self.changes = (ChangeModel(config.changing, self.start_epoch, seed=config.seed)
+                        if config.changing is not None else None)
+        self._index_host = 1 % config.hosts   # the host with a sitemap index (changing mode)
 
     # ------------------------------------------------------------------ near duplicates (plan)
 
@@ -1001,7 +1031,8 @@ class DemoWeb:
             if delay:
                 lines.append(f"Crawl-delay: {delay:g}")
             lines.append("")
-        lines.append(f"Sitemap: {h.base}/sitemap.xml")
+        index = self.changes is not None and g == self._index_host
+        lines.append(f"Sitemap: {h.base}/{'sitemap-index.xml' if index else 'sitemap.xml'}")
         return "\n".join(lines) + "\n"
 
     def crawl_delay_of(self, url_or_base: str, agent: str = "skitter") -> float | None:
@@ -1349,7 +1380,9 @@ class DemoWeb:
         g, n, _, _ = self._source(g, n)   # a near-duplicate has its original's title
         h = self.hosts[g]
         t, _ = h.topic_index(n)
-        rng = random.Random(f"{self.config.seed}:title:{g}:{n}")
+        return self._make_title(random.Random(f"{self.config.seed}:title:{g}:{n}"), t)
+
+    def _make_title(self, rng: random.Random, t: int) -> str:
         tw = self._topic_words[t]
         a, b, c = (tw[rng.randrange(len(tw))] for _ in range(3))
         noun = _TITLE_NOUNS[rng.randrange(len(_TITLE_NOUNS))]
@@ -1580,16 +1613,21 @@ class DemoWeb:
 
     # ------------------------------------------------------------------ responses
 
+    def _created(self, key: str) -> int:
+        """When the page ``key`` (``"<host>:<path>"``) was last modified in the static web."""
+        return _EPOCH - _hash64(f"{self.config.seed}:lm:{key}") % (3 * 365 * 86400)
+
     def _last_modified(self, key: str) -> str:
-        off = _hash64(f"{self.config.seed}:lm:{key}") % (3 * 365 * 86400)
-        return formatdate(_EPOCH - off, usegmt=True)
+        return formatdate(self._created(key), usegmt=True)
 
     def respond(self, base_url: str, path_qs: str, *, accept_gzip: bool = False,
-                if_none_match: str | None = None, if_modified_since: str | None = None) -> Response:
+                if_none_match: str | None = None, if_modified_since: str | None = None,
+                now: float | None = None) -> Response:
         """The response to GET ``path_qs`` on the host at ``base_url`` (no I/O, deterministic).
 
         ``accept_gzip``: the request accepts gzip (only /p/gzip.html is then gzip-encoded).
         ``if_none_match`` / ``if_modified_since``: conditional request headers (→ 304).
+        ``now``: the wall-clock time of the request, in the changing mode (default: its start).
         """
         g = self._host_of.get(base_url.rstrip("/"))
         if g is None:
@@ -1599,6 +1637,11 @@ class DemoWeb:
         kind, ident = self._classify(g, path_qs)
         h = self.hosts[g]
         seed = self.config.seed
+        if self.changes is not None:
+            t = self.start_epoch if now is None else now
+            live = self._respond_changing(g, path_qs, kind, ident, t, if_none_match, if_modified_since)
+            if live is not None:
+                return live
 
         if kind == "notfound":
             return _not_found()
@@ -1641,25 +1684,9 @@ class DemoWeb:
         elif kind in ("page", "duplicate"):
             n = ident if kind == "page" else h.copies[ident[1]]  # type: ignore[index]
             lm_key = f"{g}:/a/{n}.html"
-            body = self._article_html(g, n).encode()  # type: ignore[arg-type]
-        elif kind == "home":
-            rng = random.Random(f"{seed}:hometext:{g}")
-            links = self._links(g, "/")
-            assert links is not None
-            desc = (f"{h.name}: articles about " + ", ".join(self.topic_names[:-1])
-                    + (" and " if len(self.topic_names) > 1 else "") + self.topic_names[-1] + ".")
-            body = self._page_html(g=g, rng=rng, title="Home", topic=None, links=links,
-                                   canonical=h.base + "/", h1=f"Welcome to {h.name}",
-                                   description=desc).encode()
-        elif kind == "category":
-            t, k = ident  # type: ignore[misc]
-            rng = random.Random(f"{seed}:cattext:{g}:{t}:{k}")
-            links = self._links(g, path_qs)
-            assert links is not None
-            name = self.topic_names[t].capitalize()
-            title = name if k == 0 else f"{name}, page {k + 1}"
-            body = self._page_html(g=g, rng=rng, title=title, topic=t, links=links,
-                                   canonical=h.base + path_qs).encode()
+            body = self._changeable_html(g, kind, ident, path_qs).encode()
+        elif kind in ("home", "category"):
+            body = self._changeable_html(g, kind, ident, path_qs).encode()
         elif kind == "sjis":
             body = self._sjis_html(g, path_qs)
             ctype = "text/html"
@@ -1703,6 +1730,31 @@ class DemoWeb:
             except (TypeError, ValueError):
                 pass
         return Response(200, headers, body)
+
+    def _changeable_html(self, g: int, kind: str, ident: object, path_qs: str) -> str:
+        """The HTML of an article, a copy of one, a home page or a listing: the kinds of page that
+        change in the changing mode (this is their version 0)."""
+        h = self.hosts[g]
+        if kind in ("page", "duplicate"):
+            n = ident if kind == "page" else h.copies[ident[1]]  # type: ignore[index]
+            return self._article_html(g, n)  # type: ignore[arg-type]
+        if kind == "home":
+            rng = random.Random(f"{self.config.seed}:hometext:{g}")
+            links = self._links(g, "/")
+            assert links is not None
+            desc = (f"{h.name}: articles about " + ", ".join(self.topic_names[:-1])
+                    + (" and " if len(self.topic_names) > 1 else "") + self.topic_names[-1] + ".")
+            return self._page_html(g=g, rng=rng, title="Home", topic=None, links=links,
+                                   canonical=h.base + "/", h1=f"Welcome to {h.name}",
+                                   description=desc)
+        t, k = ident  # type: ignore[misc]
+        rng = random.Random(f"{self.config.seed}:cattext:{g}:{t}:{k}")
+        links = self._links(g, path_qs)
+        assert links is not None
+        name = self.topic_names[t].capitalize()
+        title = name if k == 0 else f"{name}, page {k + 1}"
+        return self._page_html(g=g, rng=rng, title=title, topic=t, links=links,
+                               canonical=h.base + path_qs)
 
     def _special_title(self, rng: random.Random, topic: int, kind: str) -> str:
         words = _words(rng, self._pools[topic], rng.randint(3, 6))
@@ -1795,6 +1847,296 @@ class DemoWeb:
         out.append(b"</div></div></body>\n<!-- an unclosed comment at the very end\n")
         return b"".join(out)
 
+    # ------------------------------------------------------------------ the changing mode
+
+    def _lm_policy(self, g: int) -> str:
+        """What host ``g`` sends as Last-Modified in the changing mode: "true" (the time of the
+        page's last real change), "none" (no header: hosts 3, 7, 11, ...) or "now" (the time of
+        the request, newer than every change: host ``hosts - 2`` when there are 3 hosts or more)."""
+        n = self.config.hosts
+        if n >= 3 and g == n - 2:
+            return "now"
+        return "none" if g % 4 == 3 else "true"
+
+    def _live(self, g: int, path: str) -> _Live | None:
+        """The changing page at ``path`` of host ``g`` (None for a page that never changes). A copy
+        (/copy/) is its article's page: it shows the article's current version."""
+        kind, ident = self._classify(g, path)
+        h = self.hosts[g]
+        if kind in ("home", "category"):
+            return _Live(f"{g}:{path}", g, kind == "home", None)
+        if kind in ("page", "duplicate"):
+            n = ident if kind == "page" else h.copies[ident[1]]  # type: ignore[index]
+            return _Live(f"{g}:/a/{n}.html", g, False, None)
+        m = _RE_ART.fullmatch(path)
+        if m is None or int(m.group(1)) < h.N:
+            return None
+        born = self._model().birth_time(g, int(m.group(1)) - h.N)
+        return _Live(f"{g}:{path}", g, False, born) if born is not None else None
+
+    def _model(self) -> ChangeModel:
+        if self.changes is None:
+            raise ValueError("not a changing web: DemoConfig(changing=ChangeConfig(...))")
+        return self.changes
+
+    def _live_times(self, lv: _Live, t0: float, t1: float) -> list[float]:
+        ch = self._model()
+        if lv.born is not None:
+            t0 = max(t0, lv.born)
+        times = ch.change_times(lv.key, t0, t1)
+        return sorted(times + ch.births(lv.g, t0, t1)) if lv.home else times
+
+    def _live_version(self, lv: _Live, t: float) -> int:
+        ch = self._model()
+        if lv.born is not None:
+            return ch.version(lv.key, t) - ch.version(lv.key, lv.born) if t >= lv.born else 0
+        return ch.version(lv.key, t) + (ch.born(lv.g, t) if lv.home else 0)
+
+    def _live_last(self, lv: _Live, t: float) -> tuple[float, int | None]:
+        """When page ``lv`` last changed at or before ``t``, and the index of the new article
+        that change announced (a home page's change at a birth), else None. A page with no change
+        found: a new article's birth, or its static Last-Modified."""
+        ch = self._model()
+        own = ch.last_changed(lv.key, t)
+        if lv.born is not None and (own is None or own <= lv.born):
+            own = lv.born
+        if lv.home:
+            n = ch.born(lv.g, t)
+            if n:
+                b = ch.birth_time(lv.g, n - 1)
+                if b is not None and (own is None or b > own):
+                    return b, n - 1
+        return (own if own is not None else float(self._created(lv.key))), None
+
+    def _live_rate(self, lv: _Live) -> float:
+        ch = self._model()
+        births = ch.config.new_per_hour / 3600.0 * ch.config.speed if lv.home else 0.0
+        return ch.rate(lv.key) + births
+
+    def _lm_time(self, lv: _Live, now: float) -> float | None:
+        policy = self._lm_policy(lv.g)
+        if policy == "none":
+            return None
+        return now if policy == "now" else self._live_last(lv, now)[0]
+
+    def _respond_changing(self, g: int, path: str, kind: str, ident: object, now: float,
+                          if_none_match: str | None, if_modified_since: str | None) -> Response | None:
+        """The changing web's response, or None where it is the static web's (binaries, special
+        pages, redirects, traps, robots.txt, 404s)."""
+        if kind == "sitemap" or (g == self._index_host and path in _INDEX_PATHS):
+            return self._sitemap_response(g, path, now)
+        lv = self._live(g, path)
+        if lv is None:
+            return None
+        if lv.born is not None and lv.born > now:
+            return _not_found()
+        v = self._live_version(lv, now)
+        when, announced = self._live_last(lv, now)
+        page = (self._new_article_html(g, int(path[3:-5])) if lv.born is not None
+                else self._changeable_html(g, kind, ident, path))
+        if v:
+            page = self._with_update(page, lv, v, when, announced)
+        if lv.home:
+            page = self._with_latest(page, g, now)
+        noisy = self._model().noisy(lv.key)
+        if noisy:
+            page = self._with_noise(page, lv.key, now)
+        digest = hashlib.blake2b(f"{self.config.seed}:{lv.key}:{v}".encode(), digest_size=8).hexdigest()
+        etag = ('W/"' if noisy else '"') + digest + '"'   # weak: the bytes differ, the page not
+        lm_time = self._lm_time(lv, now)
+        headers = [("ETag", etag)]
+        if lm_time is not None:
+            headers.append(("Last-Modified", formatdate(lm_time, usegmt=True)))
+        if _not_modified(etag, lm_time, if_none_match, if_modified_since):
+            return Response(304, headers, b"")
+        return Response(200, [("Content-Type", _HTML)] + headers, page.encode())
+
+    def _with_update(self, page: str, lv: _Live, v: int, when: float, announced: int | None) -> str:
+        """Version ``v`` of a page: its version-0 HTML with an "Update" paragraph after the h1, in
+        the main text (a main-text checksum sees every change). The paragraph announces a new
+        article (home pages, at a birth), or may link another article of the host, the newest
+        new one half of the time (revisits discover URLs)."""
+        h = self.hosts[lv.g]
+        rng = random.Random(f"{self.config.seed}:update:{lv.key}:{v}")
+        text = " ".join(self._sentences(rng, self._common_pool, rng.randint(160, 480)))
+        if announced is not None:
+            text = f"New on {html.escape(h.name)}: {self._link_html(self._new_link(lv.g, h.N + announced))}. {text}"
+        elif self._model().unit("link", lv.key, v) < self._model().config.link_share:
+            newest = self._model().born(lv.g, when)
+            if newest and rng.random() < 0.5:
+                link = self._new_link(lv.g, h.N + newest - 1)
+            else:
+                link = self._art(lv.g, lv.g, rng.randrange(h.N))
+            text += f" See also {self._link_html(link)}."
+        return page.replace("</h1>\n", f"</h1>\n<p>Update {v}: {text}</p>\n", 1)
+
+    def _with_latest(self, page: str, g: int, now: float) -> str:
+        """A home page lists its host's five newest new articles (none at the start)."""
+        h = self.hosts[g]
+        born = self._model().born(g, now)
+        if not born:
+            return page
+        items = "\n".join(f"<li>{self._link_html(self._new_link(g, h.N + j))}</li>"
+                          for j in range(born - 1, max(-1, born - 6), -1))
+        return page.replace("</article>", f"<h2>Latest</h2>\n<ul>\n{items}\n</ul>\n</article>", 1)
+
+    def _with_noise(self, page: str, key: str, now: float) -> str:
+        """Noise that is no change, different on every request, in the boilerplate only: a
+        rotating ad, a "served at" line in the footer, or a session token in the navigation's
+        links (a fragment: a new token makes no new URL). One kind a page."""
+        token = hashlib.blake2b(f"{self.config.seed}:noise:{key}:{now!r}".encode(), digest_size=8).hexdigest()
+        kind = int(self._model().unit("noisekind", key) * 3)
+        if kind == 0:
+            ad = _ADS[int(token[:4], 16) % len(_ADS)]
+            return page.replace("</header>\n", f'</header>\n<aside class="ad">Sponsored: {ad} '
+                                f"Offer code {token[:8].upper()}.</aside>\n", 1)
+        if kind == 1:
+            served = datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="microseconds")
+            return page.replace("</footer>", f"<p>Served at {served} by edge {token[:6]}.</p></footer>", 1)
+        a = page.index("<nav")
+        b = page.index("</nav>", a)
+        nav = _RE_HREF.sub(lambda m: f'href="{m.group(1)}#s={token}"', page[a:b])
+        return page[:a] + nav + page[b:]
+
+    def _new_topic(self, g: int, n: int) -> int:
+        return int(self._model().unit("newtopic", g, n) * self.config.topics)
+
+    def _new_title(self, g: int, n: int) -> str:
+        return self._make_title(random.Random(f"{self.config.seed}:newtitle:{g}:{n}"), self._new_topic(g, n))
+
+    def _new_link(self, g: int, n: int) -> _Link:
+        path = f"/a/{n}.html"
+        return _Link(self._url(g, path), path, anchor=self._new_title(g, n), g=g, path=path)
+
+    def _new_article_html(self, g: int, n: int) -> str:
+        """A new article (number ``n`` >= the host's N): one topic, links to that topic's articles."""
+        h = self.hosts[g]
+        t = self._new_topic(g, n)
+        rng = random.Random(f"{self.config.seed}:newtext:{g}:{n}")
+        nav = [self._local(g, "/", h.name),
+               self._local(g, self._listing_path(t, 0), self.topic_names[t].capitalize())]
+        inline: list[_Link] = []
+        seen: set[int] = set()
+        for _ in range(rng.randint(4, 12)):
+            m = h.random_article(rng, t)
+            if m not in seen:
+                seen.add(m)
+                inline.append(self._art(g, g, m, rng, u=rng.random()))
+        inline.sort(key=lambda l: l.u)
+        return self._page_html(g=g, rng=rng, title=self._new_title(g, n), topic=t,
+                               links=_Links(nav=nav, inline=inline), canonical=f"{h.base}/a/{n}.html")
+
+    # sitemaps of the changing web
+
+    def _sitemap_paths(self, g: int, now: float, part: str) -> list[str]:
+        """"all" (/sitemap.xml), "articles" or "front" (home and listings) of host ``g``, new
+        articles included, at most 50,000."""
+        h = self.hosts[g]
+        front = ["/"] + [self._listing_path(t, k) for t in range(self.config.topics)
+                         for k in range(h.listing_counts[t])]
+        n = h.N + self._model().born(g, now)
+        articles = [f"/a/{i}.html" for i in range(min(n, 50_000))]
+        paths = {"all": front + articles, "articles": articles, "front": front}[part]
+        return paths[:50_000]
+
+    def _urlset(self, g: int, paths: list[str], now: float) -> bytes:
+        """A urlset with lastmod (as the host's Last-Modified says: true, absent or "now") and
+        changefreq (from the true rate)."""
+        h = self.hosts[g]
+        rows = []
+        for path in paths:
+            lv = self._live(g, path)
+            assert lv is not None
+            lm = self._lm_time(lv, now)
+            row = f"<url><loc>{h.base}{path}</loc>"
+            if lm is not None:
+                row += f"<lastmod>{_w3c(lm)}</lastmod>"
+            rows.append(row + f"<changefreq>{changefreq(self._live_rate(lv))}</changefreq></url>\n")
+        return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+                '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+                + "".join(rows) + "</urlset>\n").encode()
+
+    def _sitemap_response(self, g: int, path: str, now: float) -> Response:
+        """/sitemap.xml of every host; on the index host also /sitemap-index.xml (named by its
+        robots.txt) with a gzip child of the articles and a plain one of the front pages."""
+        h = self.hosts[g]
+        xml = [("Content-Type", "application/xml; charset=utf-8")]
+        if path == "/sitemap.xml":
+            return Response(200, xml, self._urlset(g, self._sitemap_paths(g, now, "all"), now))
+        if path == "/sitemaps/1.xml.gz":
+            body = gzip.compress(self._urlset(g, self._sitemap_paths(g, now, "articles"), now), mtime=0)
+            return Response(200, [("Content-Type", "application/gzip")], body)
+        if path == "/sitemaps/2.xml":
+            return Response(200, xml, self._urlset(g, self._sitemap_paths(g, now, "front"), now))
+        index = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+                 '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+                 f"<sitemap><loc>{h.base}/sitemaps/1.xml.gz</loc></sitemap>\n"
+                 f"<sitemap><loc>{h.base}/sitemaps/2.xml</loc></sitemap>\n</sitemapindex>\n")
+        return Response(200, xml, index.encode())
+
+    # ground truth of the changing web (wall-clock times, seconds since the epoch)
+
+    def _live_url(self, url: str) -> _Live | None:
+        self._model()
+        s = self._split(url)
+        return self._live(*s) if s is not None else None
+
+    def change_rate(self, url: str) -> float:
+        """Changes per wall-clock second of ``url`` (a home page's include its host's new articles);
+        0 for a static page or any URL that never changes."""
+        lv = self._live_url(url)
+        return self._live_rate(lv) if lv is not None else 0.0
+
+    def version(self, url: str, t: float) -> int:
+        """How many times ``url`` changed in ``(start_epoch, t]`` (a new article: since it appeared);
+        the ETag changes with it."""
+        lv = self._live_url(url)
+        return self._live_version(lv, t) if lv is not None else 0
+
+    def change_times(self, url: str, t0: float, t1: float) -> list[float]:
+        """The times of ``url``'s changes in ``(t0, t1]``, in order."""
+        lv = self._live_url(url)
+        return self._live_times(lv, t0, t1) if lv is not None else []
+
+    def last_changed(self, url: str, t: float) -> float | None:
+        """When ``url`` last changed at or before ``t`` (possibly before the start; a new article:
+        at the latest when it appeared; a page that never changes: its static Last-Modified), as a
+        truthful Last-Modified says; None for a URL that is no changing page or does not exist yet."""
+        lv = self._live_url(url)
+        if lv is None or (lv.born is not None and lv.born > t):
+            return None
+        return self._live_last(lv, t)[0]
+
+    def last_modified_policy(self, url: str) -> str:
+        """What ``url``'s host sends as Last-Modified: "true", "none" or "now" (see _lm_policy)."""
+        s = self._split(url)
+        if s is None:
+            raise KeyError(f"not a URL of this web: {url!r}")
+        return self._lm_policy(s[0])
+
+    def new_articles(self, t0: float, t1: float) -> list[tuple[float, str]]:
+        """``(time, url)`` of the new articles that appeared in ``(t0, t1]``, in time order."""
+        ch = self._model()
+        out = []
+        for h in self.hosts:
+            first = ch.born(h.g, t0)
+            out += [(b, self._url(h.g, f"/a/{h.N + first + j}.html"))
+                    for j, b in enumerate(ch.births(h.g, t0, t1))]
+        return sorted(out)
+
+    def pages_at(self, t: float) -> list[str]:
+        """``pages()`` and the new articles that have appeared by ``t``."""
+        return self.pages() + [u for _, u in self.new_articles(self.start_epoch, t)]
+
+    def change_log(self, t0: float, t1: float) -> list[Change]:
+        """The ground truth of ``(t0, t1]``: every real change of every status-200 page that exists
+        by ``t1`` (noise is none) and every new article's appearance, in time order."""
+        self._model()
+        log = [Change(b, u, "new") for b, u in self.new_articles(t0, t1)]
+        for url in self.pages_at(t1):
+            log += [Change(x, url, "change") for x in self.change_times(url, t0, t1)]
+        return sorted(log)
+
     # ------------------------------------------------------------------ static export
 
     def write_static(self, root: Path) -> None:
@@ -1808,8 +2150,11 @@ class DemoWeb:
         (under "headers"), the gzip encoding of /p/gzip.html (a static server gzips as it is
         configured), the 404 of robots.txt on the no-robots host (simply no file), conditional
         requests. 404s (missing/) are simply absent files. Bodies embed the base URLs: serve the
-        files on the same base URLs the DemoWeb was built with.
+        files on the same base URLs the DemoWeb was built with. A changing web has no static
+        files (its pages change and carry per-request noise): ValueError.
         """
+        if self.changes is not None:
+            raise ValueError("a changing web cannot be written as static files")
         root = Path(root)
         for url in self.pages():
             g, path = self._split(url)  # type: ignore[misc]
@@ -1852,7 +2197,8 @@ class DemoWeb:
                     hd[p] = extra
             headers[str(g)] = hd
         manifest = {
-            "config": asdict(self.config),
+            # (without "changing": always None here, and the manifest stays as it was before it)
+            "config": {k: v for k, v in asdict(self.config).items() if k != "changing"},
             "base_urls": self.base_urls,
             "pages": len(self.pages()),
             "redirects": redirects,
@@ -1874,6 +2220,48 @@ def _not_found() -> Response:
                     b"<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body>"
                     b"<h1>Not Found</h1><p>The requested URL was not found on this server.</p>"
                     b"</body></html>\n")
+
+
+@dataclass(frozen=True, slots=True)
+class _Live:
+    """A page of the changing web: its change model key, host, whether it is the home page (it
+    also changes when a new article appears), and a new article's birth time (None: there from
+    the start)."""
+
+    key: str
+    g: int
+    home: bool
+    born: float | None
+
+
+_INDEX_PATHS = ("/sitemap-index.xml", "/sitemaps/1.xml.gz", "/sitemaps/2.xml")
+_RE_HREF = re.compile(r'href="([^"#]*)"')
+_ADS = ["Fresh coffee delivered weekly.", "Learn a language in ten minutes a day.",
+        "The mattress that sleeps cooler.", "Your next holiday, half price.",
+        "Insurance that answers the phone.", "Noise-cancelling headphones, now lighter."]
+
+
+def _weak(tag: str) -> str:
+    return tag[2:] if tag.startswith("W/") else tag
+
+
+def _not_modified(etag: str, lm_time: float | None, if_none_match: str | None,
+                  if_modified_since: str | None) -> bool:
+    """RFC 9110 section 13.2.2: If-None-Match (weak comparison) first; If-Modified-Since only
+    without it, against Last-Modified's whole seconds (a host with none ignores it)."""
+    if if_none_match is not None:
+        tags = {_weak(x.strip()) for x in if_none_match.split(",")}
+        return if_none_match.strip() == "*" or _weak(etag) in tags
+    if if_modified_since is None or lm_time is None:
+        return False
+    try:
+        return int(lm_time) <= parsedate_to_datetime(if_modified_since).timestamp()
+    except (TypeError, ValueError):
+        return False
+
+
+def _w3c(t: float) -> str:
+    return datetime.fromtimestamp(int(t), timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+00:00")
 
 
 def _robots_match(pattern: str, path: str) -> bool:
