@@ -10,6 +10,8 @@ check) plus the stated approximation error of the method; every run draws the sa
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -334,3 +336,11 @@ def test_sitemap_prior():
     assert sitemap_prior("hourly", 7200.0) == GammaPrior(2.0, 3600.0 + 7200.0)
     assert sitemap_prior("hourly", -5.0) == GammaPrior(1.0, 3600.0)
     assert estimate(History([], []), sitemap_prior("daily")).method == "eb-gamma"
+
+
+def test_the_recrawl_maths_loads_no_scipy():
+    """SciPy costs a process 30–70 MB; only fit_site_prior, off the hot path, imports it."""
+    probe = "import sys, skitter.recrawl.estimate, skitter.recrawl.policy, skitter.recrawl.freshness; " \
+            "print('scipy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "False"
