@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skitter.recrawl.freshness import Events, page_scores, periodic_schedule, poisson_changes, score, simulate
-from skitter.recrawl.policy import POLICIES, expected_age, expected_freshness, freshness_optimal, uniform
+from skitter.recrawl.policy import POLICIES, expected_age, expected_freshness, freshness_optimal
 
 DAY = 86400.0
 NONE = Events([], [])
@@ -151,9 +151,10 @@ def test_simulator_against_the_closed_forms():
 
 
 def test_simulator_scores_other_allocations():
-    rates, weights = site(500)
+    """An allocation from rates known within a factor of 1.6 or so, scored next to the others
+    with the same fetches: better than uniform, not better than the optimal one."""
+    rates, _ = site(500)
     guessed = freshness_optimal(rates * np.exp(np.random.default_rng(0).normal(0, 0.5, rates.size)), 500 / DAY)
     scores = simulate(rates, 500 / DAY, 10 * DAY, seed=2, frequencies={"estimated": guessed})
     assert scores["estimated"].fetches == scores["uniform"].fetches == 5000
     assert scores["uniform"].freshness < scores["estimated"].freshness < scores["optimal"].freshness + 0.01
-    assert uniform(rates, 1.0).sum() == pytest.approx(1.0)
