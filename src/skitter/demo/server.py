@@ -2,6 +2,7 @@
 
     python -m skitter.demo.server --hosts 8 --pages 3000 --seed 1 [--latency-ms 0]
                                   [--access-log FILE] [--ip-base 127.0.0.2] [--port 0]
+                                  [--hidden [JSON]]
 
 One aiohttp server is bound on ``hosts`` consecutive loopback addresses, all on the same port (the
 first bind picks a free port, the others reuse it; if one fails, everything is retried with a new
@@ -11,6 +12,11 @@ listening, it prints ONE JSON line ``{"port": P, "base_urls": [...]}`` to stdout
 Access log (``--access-log``): one JSON line per request, written and flushed when the response
 has been written: ``{"t0", "t1", "host": "127.0.0.3:P", "path", "status", "ua"}`` (t0/t1 are
 time.time() at request start and response end; ``path`` includes the query).
+
+``--hidden`` adds one host after the others (127.0.0.10 by default) serving the hidden site of
+``hidden.py`` (a search-form-only catalogue), configured by an optional JSON object of
+``HiddenConfig`` fields (``--hidden '{"records": 500}'``); the startup line then also has
+``"hidden_url"``. Without it nothing changes.
 
 It exits on SIGTERM/SIGINT, when its parent process dies (--parent-pid, polled), and with
 ``--watch-stdin`` when stdin reaches EOF. Only 127.0.0.0/8 addresses are accepted.
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import ipaddress
 import json
 import os
@@ -37,6 +44,7 @@ import traceback
 import weakref
 from pathlib import Path
 
+from .hidden import HiddenConfig, HiddenSite
 from .web import DemoConfig, DemoWeb
 
 __all__ = ["DemoServer", "read_access_log", "main"]
@@ -100,7 +108,7 @@ async def _serve(args: argparse.Namespace) -> None:
                         page_kb=tuple(args.page_kb), topics=args.topics,
                         cross_host_links=args.cross_host_links, popular_links=args.popular_links,
                         crawl_delay=args.crawl_delay)
-    ips = _addresses(args.ip_base, args.hosts)
+    ips = _addresses(args.ip_base, args.hosts + (1 if args.hidden is not None else 0))
     latency = max(0.0, args.latency_ms) / 1000.0
     log = open(args.access_log, "a", encoding="utf-8") if args.access_log else None
     state: dict[str, object] = {}
@@ -117,6 +125,9 @@ async def _serve(args: argparse.Namespace) -> None:
             resp = aioweb.Response(status=421, text="misdirected request\n")
         elif request.method not in ("GET", "HEAD"):
             resp = aioweb.Response(status=405, headers={"Allow": "GET, HEAD"})
+        elif base == state.get("hidden_url"):
+            r = state["hidden"].respond(path)  # type: ignore[union-attr]
+            resp = aioweb.Response(status=r.status, body=r.body, headers=r.headers)
         else:
             hdr = request.headers
             try:
@@ -159,10 +170,15 @@ async def _serve(args: argparse.Namespace) -> None:
     base_urls = [f"http://{ip}:{port}" for ip in ips]
     state["port"] = port
     state["base_by_ip"] = dict(zip(ips, base_urls))
+    startup: dict[str, object] = {"port": port, "base_urls": base_urls}
+    if args.hidden is not None:   # the last address is the hidden site's
+        hidden_url = base_urls.pop()
+        state["hidden_url"] = startup["hidden_url"] = hidden_url
+        state["hidden"] = HiddenSite(HiddenConfig(**json.loads(args.hidden)), hidden_url)
     state["web"] = DemoWeb(config, base_urls)
     for sock in socks:
         await aioweb.SockSite(runner, sock, backlog=1024, shutdown_timeout=1.0).start()
-    sys.stdout.write(json.dumps({"port": port, "base_urls": base_urls}) + "\n")
+    sys.stdout.write(json.dumps(startup) + "\n")
     sys.stdout.flush()
 
     async def watch_parent() -> None:
@@ -216,6 +232,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=0, help="0: pick a free port")
     p.add_argument("--parent-pid", type=int, default=0, help="exit when this parent dies")
     p.add_argument("--watch-stdin", action="store_true", help="exit at EOF on stdin")
+    p.add_argument("--hidden", nargs="?", const="{}", default=None, metavar="JSON",
+                   help="also serve the hidden site (hidden.py) on the next address; optional "
+                        "HiddenConfig fields as a JSON object")
     return p.parse_args(argv)
 
 
@@ -279,12 +298,20 @@ class DemoServer:
     >>> with DemoServer(DemoConfig(pages=500)) as srv:
     ...     srv.base_urls        # ["http://127.0.0.2:P", ...]
     ...     srv.web              # a local DemoWeb with the same config and base URLs: ground truth
+
+    ``hidden=True`` (or a ``HiddenConfig``) also serves the hidden site on the next address:
+    ``srv.hidden_url`` and ``srv.hidden_site`` (its ground truth) are then set.
     """
 
     def __init__(self, config: DemoConfig = DemoConfig(), *, latency_ms: float = 0,
                  access_log: Path | str | None = None, ip_base: str = "127.0.0.2",
-                 port: int = 0, start_timeout: float = 30.0) -> None:
+                 port: int = 0, start_timeout: float = 30.0,
+                 hidden: bool | HiddenConfig = False) -> None:
         self.config = config
+        self.hidden_config = (HiddenConfig() if hidden is True
+                              else hidden if isinstance(hidden, HiddenConfig) else None)
+        self.hidden_url: str | None = None
+        self.hidden_site: HiddenSite | None = None
         self.latency_ms = latency_ms
         self.access_log = Path(access_log) if access_log is not None else None
         self.ip_base = ip_base
@@ -311,6 +338,8 @@ class DemoServer:
                "--port", str(self._port_req), "--parent-pid", str(os.getpid()), "--watch-stdin"]
         if self.access_log is not None:
             cmd += ["--access-log", str(self.access_log)]
+        if self.hidden_config is not None:
+            cmd += ["--hidden", json.dumps(dataclasses.asdict(self.hidden_config))]
         return cmd
 
     def start(self) -> "DemoServer":
@@ -337,6 +366,9 @@ class DemoServer:
         self.port = info["port"]
         self.base_urls = info["base_urls"]
         self.web = DemoWeb(self.config, self.base_urls)
+        if self.hidden_config is not None:
+            self.hidden_url = info["hidden_url"]
+            self.hidden_site = HiddenSite(self.hidden_config, info["hidden_url"])
         return self
 
     def _read_line(self, timeout: float) -> str:
