@@ -114,8 +114,10 @@ class HiddenSite:
         self._topic_cum = [_zipf_cum(len(_TOPIC_WORDS_SPLIT[t]), 4.0) for t in range(config.categories)]
         self._common_cum = _zipf_cum(len(_COMMON), 3.0)
         self.records = [self._record(i) for i in range(config.records)]
-        # result order: newest first, then by record number
+        # result order: newest first, then by record number; and the same by category
         self._order = sorted(range(config.records), key=lambda i: (-self.records[i].year, i))
+        self._in_category = {c: [i for i in self._order if self.records[i].category == c]
+                             for c in self.categories}
 
     # ------------------------------------------------------------------ records
 
@@ -162,14 +164,15 @@ class HiddenSite:
         if category and category not in self.categories:
             return []
         words = _tokens(q)
-        if words:   # filter the first word's list (in result order) by the others'
+        if not words:
+            hits = self._in_category[category] if category else self._order
+        else:   # filter the first word's list (in result order) by the others'
             others = [set(self._postings.get(w, ())) for w in words[1:]]
-            hits = [i for i in self._postings.get(words[0], ()) if all(i in s for s in others)]
-        else:
-            hits = self._order
-        lo, hi = years
-        return [i for i in hits if (not category or self.records[i].category == category)
-                and lo <= self.records[i].year <= hi]
+            hits = [i for i in self._postings.get(words[0], ()) if all(i in s for s in others)
+                    and (not category or self.records[i].category == category)]
+        if years == _YEARS:
+            return list(hits)
+        return [i for i in hits if years[0] <= self.records[i].year <= years[1]]
 
     def robots_txt(self) -> str:
         return "User-agent: *\nDisallow: /search/advanced\n"
