@@ -466,9 +466,10 @@ _BAND_HORIZON = 200   # ... among the text template's last 200 submissions (olde
 
 @dataclass
 class _Submission:
+    url: str
     template: int
     binding: dict[str, str]
-    source: str = ""                 # combinations: the submission whose result set this one splits
+    source: int = -1                 # combinations: the submission whose result set this one splits
     band: int = 0                    # probing: the word's frequency band when chosen (0: none)
     signature: str | None = None     # None until reported
     new_links: int = 0
@@ -479,11 +480,13 @@ class _Submission:
 @dataclass
 class _Template:
     inputs: list[str]                # the bound inputs, by name
-    queue: list[list] = field(default_factory=list)   # [source, binding] still to submit
+    # still to submit: [source, input, value]: the source submission's binding (none: -1) and
+    # input = value
+    queue: list[list] = field(default_factory=list)
     status: str = "testing"          # testing -> kept | dropped
     reason: str = ""
-    subs: list[str] = field(default_factory=list)     # its submissions, in the order issued
-    sources: list[str] = field(default_factory=list)  # combinations: the rows already queued
+    subs: list[int] = field(default_factory=list)     # its submissions (numbers), in the order issued
+    sources: list[int] = field(default_factory=list)  # combinations: the rows already queued
     text: str = ""                   # one-input text templates: the text box they probe
 
 
@@ -552,7 +555,8 @@ class FormPlanner:
         self.counts: dict[str, int] = {}      # word -> result pages that showed it
         self.pages = 0                        # result pages reported
         self.tried: dict[str, dict[str, None]] = {}   # text box -> words submitted (ordered set)
-        self.subs: dict[str, _Submission] = {}
+        self.subs: dict[str, _Submission] = {}   # by URL, in the order issued
+        self.order: list[_Submission] = []       # by number
         ones = (self._one_input(i) for i in form.inputs
                 if i.name and (i.kind in ENUMERATED or i.kind in FREE_TEXT))
         self.templates = [t for t in ones if t is not None]
@@ -563,7 +567,7 @@ class FormPlanner:
             self.tried.setdefault(inp.name, {})
             return _Template([inp.name], text=inp.name)
         values = _values(inp)
-        return _Template([inp.name], [["", {inp.name: v}] for v in values]) if values else None
+        return _Template([inp.name], [[-1, inp.name, v] for v in values]) if values else None
 
     # -------------------------------------------------------------- choosing
 
@@ -573,7 +577,7 @@ class FormPlanner:
 
     def pending(self) -> list[str]:
         """Submissions issued and not reported yet (after a restart the loop fetches them again)."""
-        return [u for u, s in self.subs.items() if s.signature is None]
+        return [s.url for s in self.order if s.signature is None]
 
     @property
     def done(self) -> bool:
@@ -600,8 +604,10 @@ class FormPlanner:
             url = submission_url(self.form, binding)
             if url in self.subs:
                 continue   # another binding made the same URL: nothing spent
-            self.subs[url] = _Submission(index, binding, source, band)
-            t.subs.append(url)
+            sub = _Submission(url, index, binding, source, band)
+            t.subs.append(len(self.order))
+            self.subs[url] = sub
+            self.order.append(sub)
             return url
         return None
 
@@ -622,15 +628,16 @@ class FormPlanner:
     def _has_next(self, t: _Template) -> bool:
         return bool(t.queue) or (bool(t.text) and self._next_word(t) is not None)
 
-    def _take(self, t: _Template) -> tuple[str, dict[str, str], int]:
+    def _take(self, t: _Template) -> tuple[int, dict[str, str], int]:
         """The template's next (source, binding, band), consumed; only when ``_has_next(t)``."""
         if t.queue:
-            source, binding = t.queue.pop(0)
-            return source, binding, 0
+            source, name, value = t.queue.pop(0)
+            base = self.order[source].binding if source >= 0 else {}
+            return source, {**base, name: value}, 0
         word, band = self._next_word(t), self._next_band(t)
         assert word is not None
         self.tried[t.text][word] = None
-        return "", {t.text: word}, band
+        return -1, {t.text: word}, band
 
     def _expected(self, t: _Template) -> float:
         """New links the template's next submission should find, by the last similar ones: for
@@ -640,8 +647,8 @@ class FormPlanner:
         if t.text and not t.queue:
             return self._band_score(t, self._next_band(t))
         source = t.queue[0][0]
-        done = [s for s in map(self.subs.get, t.subs) if s.signature is not None]
-        row = [s for s in done if source and s.source == source]
+        done = self._reported(t)
+        row = [s for s in done if source >= 0 and s.source == source]
         recent = row or done[-self.params["window"]:]
         return sum(s.new_links for s in recent) / len(recent) if recent else 0.0
 
@@ -684,8 +691,8 @@ class FormPlanner:
         """Mean new links of the last ``_BAND_MEMORY`` reported submissions of ``band`` (seeds:
         band 0) among ``t``'s last ``_BAND_HORIZON``; infinite for a band without any."""
         got: list[int] = []
-        for url in reversed(t.subs[-_BAND_HORIZON:]):
-            s = self.subs[url]
+        for number in reversed(t.subs[-_BAND_HORIZON:]):
+            s = self.order[number]
             if s.band == band and s.signature is not None:
                 got.append(s.new_links)
                 if len(got) == _BAND_MEMORY:
@@ -706,7 +713,7 @@ class FormPlanner:
         sub.paged = _paged(url, links)
         self._add_page(sub, words, new_links)
         template = self.templates[sub.template]
-        if sub.source:
+        if sub.source >= 0:
             self._check_row(template, sub.source)
         self._evaluate(template)
         self._combine()
@@ -731,7 +738,7 @@ class FormPlanner:
 
     def _evaluate(self, t: _Template) -> None:
         p = self.params
-        done = [s for s in map(self.subs.get, t.subs) if s.signature is not None]
+        done = self._reported(t)
         if t.status == "testing":
             if len(done) >= p["sample"] or (len(done) == len(t.subs) and not self._has_next(t)):
                 why = self._verdict(done)
@@ -740,6 +747,11 @@ class FormPlanner:
             why = self._verdict(done[-p["window"]:])
             if why is not None:
                 t.status, t.reason = "dropped", f"{why} over its last {p['window']} submissions"
+        if t.status == "dropped":
+            t.queue.clear()
+
+    def _reported(self, t: _Template) -> list[_Submission]:
+        return [s for s in map(self.order.__getitem__, t.subs) if s.signature is not None]
 
     def _verdict(self, done: list[_Submission]) -> str | None:
         """None if these submissions are informative and productive, else why not."""
@@ -750,9 +762,9 @@ class FormPlanner:
             return "no new links"
         return None
 
-    def _check_row(self, t: _Template, source: str) -> None:
+    def _check_row(self, t: _Template, source: int) -> None:
         """Abandon a row of combinations whose first ``row_test`` submissions brought nothing."""
-        reported = [s for s in map(self.subs.get, t.subs) if s.source == source and s.signature is not None]
+        reported = [s for s in self._reported(t) if s.source == source]
         if len(reported) >= self.params["row_test"] and not any(s.new_links for s in reported):
             t.queue = [q for q in t.queue if q[0] != source]
 
@@ -761,7 +773,7 @@ class FormPlanner:
         kept = [t for t in self.templates if len(t.inputs) == 1 and t.status == "kept"]
         inputs = {i.name: i for i in self.form.inputs}
         for a in kept:
-            paged = [u for u in a.subs if self.subs[u].paged]
+            paged = [n for n in a.subs if self.order[n].paged]
             for b in kept if paged else ():
                 inp = inputs[b.inputs[0]]
                 values = _values(inp) if b is not a and inp.kind in ENUMERATED else []
@@ -769,13 +781,12 @@ class FormPlanner:
                     continue
                 named = {w for label in inp.labels for w in words_of(label)}
                 pair = self._pair(a, b)
-                for u in paged:
-                    if u in pair.sources:
+                for n in paged:
+                    if n in pair.sources:
                         continue
-                    pair.sources.append(u)
-                    binding = self.subs[u].binding
-                    if not (a.text and set(words_of(binding[a.text])) <= named):
-                        pair.queue += [[u, {**binding, b.inputs[0]: v}] for v in values]
+                    pair.sources.append(n)
+                    if not (a.text and set(words_of(self.order[n].binding[a.text])) <= named):
+                        pair.queue += [[n, b.inputs[0], v] for v in values]
 
     def _pair(self, a: _Template, b: _Template) -> _Template:
         order = [i.name for i in self.form.inputs]
@@ -794,7 +805,7 @@ class FormPlanner:
                 "budget": self.budget, "new_links": sum(s.new_links for s in self.subs.values()),
                 "templates": [{"inputs": t.inputs, "status": t.status, "reason": t.reason,
                                "submitted": len(t.subs),
-                               "new_links": sum(self.subs[u].new_links for u in t.subs)}
+                               "new_links": sum(self.order[n].new_links for n in t.subs)}
                               for t in self.templates]}
 
     def to_json(self) -> str:
@@ -803,8 +814,8 @@ class FormPlanner:
             "version": 1, "form": self.form.to_dict(), "budget": self.budget, "params": self.params,
             "seeds": self.seeds, "page_words": self.page_words, "counts": self.counts,
             "pages": self.pages, "tried": {k: list(v) for k, v in self.tried.items()},
-            "subs": {u: asdict(s) for u, s in self.subs.items()},
-            "templates": [asdict(t) for t in self.templates]}, ensure_ascii=False, separators=(",", ":"))
+            "subs": [list(vars(s).values()) for s in self.order],
+            "templates": [vars(t) for t in self.templates]}, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, data: str) -> "FormPlanner":
@@ -818,7 +829,8 @@ class FormPlanner:
         self.seeds, self.page_words = d["seeds"], d["page_words"]
         self.counts, self.pages = d["counts"], d["pages"]
         self.tried = {k: dict.fromkeys(v) for k, v in d["tried"].items()}
-        self.subs = {u: _Submission(**s) for u, s in d["subs"].items()}
+        self.order = [_Submission(*s) for s in d["subs"]]
+        self.subs = {s.url: s for s in self.order}
         self.templates = [_Template(**t) for t in d["templates"]]
         self._memo = {}
         return self
