@@ -6,6 +6,7 @@
                                    [--min-interval SECONDS] [--max-interval SECONDS]
                                    [--noise-share S] [--new-per-hour N] [--link-share S]
                                    [--start-epoch T]]
+                                  [--hidden [JSON]]
 
 One aiohttp server is bound on ``hosts`` consecutive loopback addresses, all on the same port (the
 first bind picks a free port, the others reuse it; if one fails, everything is retried with a new
@@ -19,6 +20,11 @@ Access log (``--access-log``): one JSON line per request, written and flushed wh
 has been written: ``{"t0", "t1", "host": "127.0.0.3:P", "path", "status", "ua"}`` (t0/t1 are
 time.time() at request start and response end; ``path`` includes the query).
 
+``--hidden`` adds one host after the others (127.0.0.10 by default) serving the hidden site of
+``hidden.py`` (a search-form-only catalogue), configured by an optional JSON object of
+``HiddenConfig`` fields (``--hidden '{"records": 500}'``); the startup line then also has
+``"hidden_url"``. Without it nothing changes.
+
 It exits on SIGTERM/SIGINT, when its parent process dies (--parent-pid, polled), and with
 ``--watch-stdin`` when stdin reaches EOF. Only 127.0.0.0/8 addresses are accepted.
 
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import hashlib
 import ipaddress
 import json
@@ -47,6 +54,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .changing import ChangeConfig
+from .hidden import HiddenConfig, HiddenSite
 from .web import DemoConfig, DemoWeb
 
 __all__ = ["DemoServer", "read_access_log", "main"]
@@ -111,7 +119,7 @@ async def _serve(args: argparse.Namespace) -> None:
                         cross_host_links=args.cross_host_links, popular_links=args.popular_links,
                         crawl_delay=args.crawl_delay, changing=_change_config(args))
     start_epoch = args.start_epoch if args.start_epoch is not None else time.time()
-    ips = _addresses(args.ip_base, args.hosts)
+    ips = _addresses(args.ip_base, args.hosts + (1 if args.hidden is not None else 0))
     latency = max(0.0, args.latency_ms) / 1000.0
     log = open(args.access_log, "a", encoding="utf-8") if args.access_log else None
     state: dict[str, object] = {}
@@ -129,6 +137,9 @@ async def _serve(args: argparse.Namespace) -> None:
             resp = aioweb.Response(status=421, text="misdirected request\n")
         elif request.method not in ("GET", "HEAD"):
             resp = aioweb.Response(status=405, headers={"Allow": "GET, HEAD"})
+        elif base == state.get("hidden_url"):
+            r = state["hidden"].respond(path)  # type: ignore[union-attr]
+            resp = aioweb.Response(status=r.status, body=r.body, headers=r.headers)
         elif (refusal := flaky.refuse(ips.index(local_ip), path)) is not None:
             resp = aioweb.Response(status=refusal, headers={"Retry-After": "1"}, text="try again later\n")
         else:
@@ -173,13 +184,17 @@ async def _serve(args: argparse.Namespace) -> None:
     base_urls = [f"http://{ip}:{port}" for ip in ips]
     state["port"] = port
     state["base_by_ip"] = dict(zip(ips, base_urls))
+    startup: dict[str, object] = {"port": port, "base_urls": base_urls}
+    if args.hidden is not None:   # the last address is the hidden site's
+        hidden_url = base_urls.pop()
+        state["hidden_url"] = startup["hidden_url"] = hidden_url
+        state["hidden"] = HiddenSite(HiddenConfig(**json.loads(args.hidden)), hidden_url)
     state["web"] = DemoWeb(config, base_urls, start_epoch=start_epoch)
     for sock in socks:
         await aioweb.SockSite(runner, sock, backlog=1024, shutdown_timeout=1.0).start()
-    info: dict[str, object] = {"port": port, "base_urls": base_urls}
     if config.changing is not None:
-        info["start_epoch"] = start_epoch
-    sys.stdout.write(json.dumps(info) + "\n")
+        startup["start_epoch"] = start_epoch
+    sys.stdout.write(json.dumps(startup) + "\n")
     sys.stdout.flush()
 
     async def watch_parent() -> None:
@@ -285,6 +300,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="share of changes that also link another article")
     ch.add_argument("--start-epoch", type=float, default=None,
                     help="the clock's start (default: now)")
+    p.add_argument("--hidden", nargs="?", const="{}", default=None, metavar="JSON",
+                   help="also serve the hidden site (hidden.py) on the next address; optional "
+                        "HiddenConfig fields as a JSON object")
     args = p.parse_args(argv)
     try:
         _change_config(args)
@@ -366,6 +384,9 @@ class DemoServer:
     >>> with DemoServer(DemoConfig(pages=500)) as srv:
     ...     srv.base_urls        # ["http://127.0.0.2:P", ...]
     ...     srv.web              # a local DemoWeb with the same config and base URLs: ground truth
+
+    ``hidden=True`` (or a ``HiddenConfig``) also serves the hidden site on the next address:
+    ``srv.hidden_url`` and ``srv.hidden_site`` (its ground truth) are then set.
     """
 
     def __init__(self, config: DemoConfig = DemoConfig(), *, latency_ms: float = 0,
@@ -374,13 +395,19 @@ class DemoServer:
                  flaky_share: float = 0.1,
                  changing: bool | ChangeConfig = False, change_speed: float | None = None,
                  static_share: float | None = None, min_interval: float | None = None,
-                 max_interval: float | None = None, start_epoch: float | None = None) -> None:
+                 max_interval: float | None = None, start_epoch: float | None = None,
+                 hidden: bool | HiddenConfig = False) -> None:
         """The changing web: ``config.changing``, or ``changing=True`` (the defaults) or a
         ``ChangeConfig``, with the server flags' overrides (``change_speed`` ...); ``start_epoch``
-        pins its clock (default: the server's start). ``self.start_epoch`` is the one it used."""
+        pins its clock (default: the server's start). ``self.start_epoch`` is the one it used.
+        ``hidden``: also serve the hidden site (``HiddenConfig``) on the next address."""
         self.config = _with_changes(config, changing, speed=change_speed, static_share=static_share,
                                     min_interval=min_interval, max_interval=max_interval)
         self.start_epoch = start_epoch
+        self.hidden_config = (HiddenConfig() if hidden is True
+                              else hidden if isinstance(hidden, HiddenConfig) else None)
+        self.hidden_url: str | None = None
+        self.hidden_site: HiddenSite | None = None
         self.latency_ms = latency_ms
         self.flaky = tuple(flaky)
         self.flaky_share = flaky_share
@@ -419,6 +446,8 @@ class DemoServer:
                     "--link-share", repr(ch.link_share)]
             if self.start_epoch is not None:
                 cmd += ["--start-epoch", repr(self.start_epoch)]
+        if self.hidden_config is not None:
+            cmd += ["--hidden", json.dumps(dataclasses.asdict(self.hidden_config))]
         return cmd
 
     def start(self) -> "DemoServer":
@@ -446,6 +475,9 @@ class DemoServer:
         self.base_urls = info["base_urls"]
         self.start_epoch = info.get("start_epoch", self.start_epoch)
         self.web = DemoWeb(self.config, self.base_urls, start_epoch=self.start_epoch)
+        if self.hidden_config is not None:
+            self.hidden_url = info["hidden_url"]
+            self.hidden_site = HiddenSite(self.hidden_config, info["hidden_url"])
         return self
 
     def _read_line(self, timeout: float) -> str:
