@@ -683,6 +683,9 @@ class Fetcher:
         res.http_version = transfer.version
         res.headers = transfer.headers
         res.ip = handle.getinfo(pycurl.PRIMARY_IP) or None
+        sent = handle.getinfo(pycurl.PRETRANSFER_TIME)
+        if sent > 0:   # the request went out: curl's own clock from then to the last byte
+            res.response_time = max(0.0, handle.getinfo(pycurl.TOTAL_TIME) - sent)
         if transfer.error is not None:
             self._keep_body(transfer, res)
             raise transfer.error

@@ -293,7 +293,7 @@ class Crawler:
                 self.frontier.requeue(cand)  # the page waits for a later slot: robots.txt used this one
                 return
             result = await self.fetcher.get(cand.url)
-            elapsed = result.elapsed
+            elapsed = result.response_time   # the server's time, not our event loop's lag
             if result.status in (429, 503):  # the host asks us to slow down, retried or not
                 retry_after = parse_retry_after(result.header("retry-after"), time.time())
             if not self._retry(cand, result, retry_after):

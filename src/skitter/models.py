@@ -109,6 +109,9 @@ class FetchResult:
     ``body`` is the decoded payload (transfer and content encodings removed, capped);
     ``raw_body`` is the payload as sent (content encoding kept) for the WARC record.
     ``error`` is set (and ``status`` may be None) when the request failed.
+    ``elapsed`` is the whole call's wall time (name lookup, waiting for the event loop included);
+    ``response_time`` the server's part as the HTTP client timed it: from the request sent to
+    the response complete (None when no request was sent). The adaptive delay uses the latter.
     """
 
     url: str
@@ -124,6 +127,7 @@ class FetchResult:
     elapsed: float = 0.0
     error: str | None = None
     retryable: bool = False
+    response_time: float | None = None
 
     def header(self, name: str) -> str | None:
         name = name.lower()
