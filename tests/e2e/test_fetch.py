@@ -522,3 +522,33 @@ def test_decoder_chain_and_unknown() -> None:
     assert _Decoder.for_headers(["gzip, br"], MIB) is None
     assert _Decoder.for_headers(["identity"], MIB) is None
     assert _Decoder.for_headers([], MIB) is None
+
+
+# -- the response time the adaptive delay uses (issue 18) -------------------------------------------
+
+def test_response_time_is_the_servers_and_not_the_event_loops(srv: HostileServer) -> None:
+    """A busy loop makes the call slow (``elapsed``), not the server (``response_time``, from the
+    request's last byte sent to the response's last byte received, by the kernel's clock): the
+    loop is blocked before the request goes out, and again while the response waits in the
+    socket (the server answers /page/delayed after 0.3 s; the loop reads it 0.6 s later)."""
+    async def go() -> tuple[FetchResult, FetchResult]:
+        async with Fetcher(CFG, allowed=LOCAL) as f:
+            await f.get(srv.url("/ok"))             # a warm connection, as in a crawl
+            loop = asyncio.get_running_loop()
+            task = asyncio.ensure_future(f.get(srv.url("/ok")))
+            loop.call_soon(time.sleep, 0.2)         # busy before the request goes out
+            before = await task
+            task = asyncio.ensure_future(f.get(srv.url("/page/delayed")))
+            loop.call_later(0.1, time.sleep, 0.8)   # busy while the response arrives
+            during = await task
+            return before, during
+    before, during = asyncio.run(go())
+    assert before.status == 200 and before.elapsed >= 0.2
+    assert before.response_time is not None and before.response_time < 0.1
+    assert during.status == 200 and during.elapsed >= 0.85
+    assert during.response_time is not None and 0.28 <= during.response_time < 0.5, during.response_time
+
+
+def test_no_response_time_without_a_request() -> None:
+    r = fetch(f"http://127.0.0.1:{free_port()}/")
+    assert r.error and r.response_time is None

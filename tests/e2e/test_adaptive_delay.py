@@ -1,0 +1,37 @@
+"""The adaptive delay (seed 002: wait a multiple of the last response time) grows for a slow
+server, checked at the server's side. That a busy crawler does not take its own event loop's lag
+for the server's time is tests/e2e/test_fetch.py::test_response_time_is_the_servers_and_not_the_event_loops."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from sites import StaticSite
+
+pytestmark = pytest.mark.slow
+
+
+def crawl(*args: str, timeout: float = 180) -> None:
+    res = subprocess.run([sys.executable, "-m", "skitter", "crawl", *args, "--quiet"], capture_output=True,
+                         text=True, timeout=timeout)
+    assert res.returncode == 0, res.stderr
+
+
+def test_a_slow_server_is_given_a_multiple_of_its_response_time(tmp_path):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text("<html><body>" + "".join(
+        f'<a href="/p{i}.html">page {i}</a>' for i in range(5)) + "</body></html>")
+    for i in range(5):
+        (root / f"p{i}.html").write_text(f"<html><body><p>page {i}</p></body></html>")
+    with StaticSite(root, latency=0.1) as site:
+        crawl(site.base + "/", "-o", str(tmp_path / "c"), "--delay", "0", "--adaptive-delay", "5",
+              "--per-host", "1")
+        hits = sorted((h for h in site.log if h.path != "/robots.txt"), key=lambda h: h.t0)
+    assert len(hits) == 6
+    # each response takes 0.1 s; the next request waits 5 × 0.1 s after it ends
+    gaps = [b.t0 - a.t1 for a, b in zip(hits, hits[1:])]
+    assert min(gaps) >= 0.45, gaps
