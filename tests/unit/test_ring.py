@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -56,6 +57,21 @@ def test_the_owner_depends_on_the_member_set_alone(members, rnd, keys):
         grown.remove("extra")
     assert [built.owner(k) for k in keys] == [grown.owner(k) for k in keys]
     assert list(built) == list(grown) == sorted(members)
+
+
+def reference_owner(members: set[str], vnodes: int, key: str) -> str:
+    """The documented rule, by brute force: the first point strictly after the key's hash."""
+    points = sorted((xxhash.xxh3_64_intdigest(b"%s#%d" % (m.encode(), i)), m)
+                    for m in members for i in range(vnodes))
+    h = xxhash.xxh3_64_intdigest(key.encode())
+    return next((m for p, m in points if p > h), points[0][1])
+
+
+@given(member_sets, host_keys, vnodes)
+@settings(max_examples=100, deadline=None)
+def test_owner_is_the_first_point_after_the_key(members, keys, v):
+    ring = Ring(members, vnodes=v)
+    assert [ring.owner(k) for k in keys] == [reference_owner(members, v, k) for k in keys]
 
 
 def test_add_and_remove_are_idempotent():
