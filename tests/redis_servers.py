@@ -169,11 +169,11 @@ class RedisServer:
     # --- internals ----------------------------------------------------------------------------
 
     def _config(self) -> str:
-        lines = ["bind 127.0.0.1", f"dir {self.directory}", "logfile redis.log", 'save ""',
+        lines = ["bind 127.0.0.1", f'dir "{self.directory}"', "logfile redis.log", 'save ""',
                  f"appendonly {'yes' if self.appendonly else 'no'}", "appendfsync everysec"]
         if self.tls:
-            lines += ["port 0", f"tls-port {self.port}", f"tls-cert-file {self.tls.cert}",
-                      f"tls-key-file {self.tls.key}", f"tls-ca-cert-file {self.tls.ca}",
+            lines += ["port 0", f"tls-port {self.port}", f'tls-cert-file "{self.tls.cert}"',
+                      f'tls-key-file "{self.tls.key}"', f'tls-ca-cert-file "{self.tls.ca}"',
                       "tls-auth-clients no"]
         else:
             lines.append(f"port {self.port}")
