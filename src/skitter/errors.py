@@ -4,7 +4,10 @@
     ├── UsageError                 bad input at the command line: one line, exit status 2
     │   ├── BadSeedError           a seed URL that is invalid or not http(s)
     │   ├── CrawlDirError          a crawl directory that cannot be written, or is corrupt
-    │   └── QuerySyntaxError       a search query that does not parse (column and caret line)
+    │   ├── QuerySyntaxError       a search query that does not parse (column and caret line)
+    │   └── RedisURLError          a --redis URL that does not parse (also a RedisError)
+    ├── RedisError                 the shared Redis of a distributed crawl cannot be used: not
+    │                              reachable, refuses the password, not answering: one line, exit 1
     └── FetchError                 one URL failed; recorded in the export's `error`, crawl goes on
         ├── DNSError               the host name does not resolve
         ├── ConnectError           refused, reset, unreachable
@@ -57,6 +60,16 @@ class QuerySyntaxError(UsageError):
         line = self.query.replace("\n", " ").replace("\t", " ")
         return (f"bad query: {self.message} (column {self.column})\n"
                 f"  {line}\n  {' ' * self.position}^")
+
+
+class RedisError(SkitterError):
+    """The Redis named by ``--redis`` cannot be used (``skitter.distributed.redis_url``). The
+    message names the server with its password masked, and says what to check."""
+
+
+class RedisURLError(RedisError, UsageError):
+    """A ``--redis`` URL that is not ``redis://`` or ``rediss://`` with a host, a port and a
+    database number that parse: bad input, so exit status 2."""
 
 
 class FetchError(SkitterError):

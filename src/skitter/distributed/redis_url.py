@@ -1,0 +1,136 @@
+"""``--redis URL`` -> a working asyncio Redis client, or one clear error line.
+
+Accepted URLs::
+
+    redis://HOST[:PORT][/DB]                     plain TCP, port 6379 and database 0 by default
+    redis://:PASSWORD@HOST[:PORT][/DB]           with requirepass (percent-encode : @ / in it)
+    redis://USER:PASSWORD@HOST[:PORT][/DB]       an ACL user (Redis 6+)
+    rediss://...                                 the same over TLS, the certificate checked
+                                                 against Python's trusted CAs (SSL_CERT_FILE and
+                                                 SSL_CERT_DIR work, as for the fetcher)
+
+Whether the server is one node of a Redis Cluster is asked of the server (``INFO cluster``), not
+written in the URL: any node's URL gives a cluster client, which finds the other nodes itself.
+A cluster has database 0 only. Nothing here logs or prints a password: messages name the server
+as :func:`RedisTarget.redacted` does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import redis.exceptions as rex
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from ..errors import RedisError, RedisURLError
+
+__all__ = ["RedisTarget", "parse_redis_url", "connect"]
+
+DEFAULT_PORT = 6379
+CONNECT_TIMEOUT = 5.0
+FORMS = "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or rediss://... for TLS"
+
+
+@dataclass(frozen=True)
+class RedisTarget:
+    """What a ``--redis`` URL names. ``repr()`` and ``redacted`` never show the password."""
+
+    host: str
+    port: int = DEFAULT_PORT
+    db: int = 0
+    tls: bool = False
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+
+    @property
+    def redacted(self) -> str:
+        """The URL for messages: the password masked as ``***``."""
+        auth = f"{self.username or ''}:***@" if self.password else (
+            f"{self.username}@" if self.username else "")
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'rediss' if self.tls else 'redis'}://{auth}{host}:{self.port}/{self.db}"
+
+    def client_options(self, timeout: float) -> dict[str, Any]:
+        """Keyword arguments for ``redis.asyncio.Redis`` and ``RedisCluster`` (less ``db``)."""
+        return {"host": self.host, "port": self.port, "username": self.username,
+                "password": self.password, "ssl": self.tls, "socket_connect_timeout": timeout}
+
+
+def parse_redis_url(url: str) -> RedisTarget:
+    """Parse and check a ``--redis`` URL; raises :class:`RedisURLError` saying what is wrong."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:   # a port that is not a number in 0-65535, a bad IPv6 literal
+        raise RedisURLError(f"bad --redis URL ({exc}); expected {FORMS}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("redis", "rediss"):
+        raise RedisURLError(f"--redis wants {FORMS}, got a {scheme or 'scheme-less'} URL")
+    if not parts.hostname:
+        raise RedisURLError(f"--redis URL has no host; expected {FORMS}")
+    if parts.query or parts.fragment:
+        raise RedisURLError("--redis URL takes no ?query or #fragment; "
+                            "TLS is rediss://, the password goes before the host")
+    path = parts.path.strip("/")
+    if path and not path.isdigit():
+        raise RedisURLError(f"--redis URL path must be a database number, got /{path}")
+    return RedisTarget(host=parts.hostname, port=port or DEFAULT_PORT, db=int(path or 0),
+                       tls=scheme == "rediss", username=unquote(parts.username or "") or None,
+                       password=unquote(parts.password or "") or None)
+
+
+async def connect(url: str, *, timeout: float = CONNECT_TIMEOUT) -> Redis | RedisCluster:
+    """A client for the Redis or Redis Cluster at ``url``, checked with a PING.
+
+    Raises :class:`RedisURLError` for a malformed URL (or a database other than 0 on a
+    cluster) and :class:`RedisError` when the server cannot be used: refused or unreachable,
+    a TLS failure, a wrong or missing password, no answer within ``timeout`` seconds.
+    """
+    target = parse_redis_url(url)
+    # Database 0, as a cluster refuses SELECT; a read timeout, as a server that accepts the
+    # connection and never answers would otherwise hang here; no retries, which back off for
+    # seconds (redis-py retries an AuthenticationError too). The client returned keeps
+    # redis-py's retries and has no read timeout: its callers know how long a command may take.
+    probe = Redis(socket_timeout=timeout, retry=Retry(NoBackoff(), 0), **target.client_options(timeout))
+    try:
+        await probe.ping()
+        cluster = (await probe.info("cluster")).get("cluster_enabled") == 1
+    except rex.RedisError as exc:
+        raise _explain(exc, target, timeout) from exc
+    finally:
+        await probe.aclose()
+    if cluster and target.db:
+        raise RedisURLError(f"{target.redacted} is a Redis Cluster, which has database 0 only: "
+                            "drop the /DB from the URL")
+    client: Redis | RedisCluster
+    try:
+        if cluster:
+            client = RedisCluster(**target.client_options(timeout))
+            await client.initialize()     # reads the slot map (CLUSTER SLOTS)
+        else:
+            client = Redis(db=target.db, **target.client_options(timeout))
+            await client.ping()           # SELECT of a database the server does not have fails here
+    except (rex.RedisError, rex.RedisClusterException) as exc:
+        await client.aclose()
+        raise _explain(exc, target, timeout) from exc
+    return client
+
+
+def _explain(exc: Exception, target: RedisTarget, timeout: float) -> RedisError:
+    """One line: which server, what went wrong, what to check."""
+    where = target.redacted
+    if isinstance(exc, rex.AuthenticationError):
+        if target.password is None:
+            return RedisError(f"Redis at {where} wants a password: give it in the URL as "
+                              f"redis://:PASSWORD@{target.host}:{target.port}")
+        return RedisError(f"Redis at {where} refused the password: {exc}")
+    if isinstance(exc, rex.TimeoutError):
+        return RedisError(f"Redis at {where} did not answer within {timeout:g} s")
+    if isinstance(exc, rex.ConnectionError):
+        return RedisError(f"cannot connect to Redis at {where}: {exc}")
+    return RedisError(f"Redis at {where}: {exc}")

@@ -1,0 +1,159 @@
+"""`--redis URL` -> a client: bad URLs, closed ports, wrong passwords and silent servers give one
+clear line (never the password); a real server, a TLS server and the real cluster give clients
+that work."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import socket
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+
+from skitter.distributed.redis_url import RedisTarget, connect, parse_redis_url
+from skitter.errors import RedisError, RedisURLError, UsageError
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def roundtrip(url: str, key: str) -> bytes | None:
+    client = await connect(url)
+    try:
+        await client.set(key, b"v")
+        return await client.get(key)
+    finally:
+        await client.aclose()
+
+
+# --- parsing ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("url, target", [
+    ("redis://localhost", RedisTarget("localhost")),
+    ("redis://127.0.0.1:7000/3", RedisTarget("127.0.0.1", 7000, 3)),
+    ("rediss://:p%40ss%3Aw%2Frd@cache.example:6380", RedisTarget("cache.example", 6380, tls=True,
+                                                                 password="p@ss:w/rd")),
+    ("redis://alice:secret@[::1]:6379/0", RedisTarget("::1", username="alice", password="secret")),
+    ("REDIS://h/", RedisTarget("h")),
+])
+def test_good_urls(url, target):
+    assert parse_redis_url(url) == target
+
+
+@pytest.mark.parametrize("url, words", [
+    ("http://127.0.0.1:6379", "redis://"),
+    ("127.0.0.1:6379", "redis://"),
+    ("redis://", "no host"),
+    ("redis://h:99999", "bad --redis URL"),
+    ("redis://h:port", "bad --redis URL"),
+    ("redis://h/zero", "database number"),
+    ("redis://h/0?ssl=true", "no ?query"),
+])
+def test_bad_urls_are_usage_errors(url, words):
+    with pytest.raises(RedisURLError, match="--redis") as info:
+        parse_redis_url(url)
+    assert words in str(info.value)
+    assert isinstance(info.value, UsageError) and isinstance(info.value, RedisError)
+    with pytest.raises(RedisURLError):
+        run(connect(url))
+
+
+def test_the_password_never_shows():
+    target = parse_redis_url("rediss://bob:hunter2@h:1/2")
+    assert target.redacted == "rediss://bob:***@h:1/2"
+    assert "hunter2" not in repr(target)
+
+
+# --- connecting -----------------------------------------------------------------------------------
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]     # nothing listens once it is closed
+
+
+def test_a_closed_port_is_one_clear_line():
+    port = closed_port()
+    with pytest.raises(RedisError, match=rf"cannot connect to Redis at redis://:\*\*\*@127.0.0.1:{port}/0") as info:
+        run(connect(f"redis://:topsecret@127.0.0.1:{port}"))
+    assert "\n" not in str(info.value) and "topsecret" not in str(info.value)
+
+
+def test_a_server_that_never_answers_times_out():
+    with socket.socket() as silent:      # accepts connections (the backlog), never replies
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+        with pytest.raises(RedisError, match="did not answer within 0.5 s"):
+            run(connect(f"redis://127.0.0.1:{port}", timeout=0.5))
+
+
+def test_wrong_or_missing_password(redis_servers):
+    password = secrets.token_urlsafe(12)
+    server = redis_servers(password=password)
+    with pytest.raises(RedisError, match="refused the password") as info:
+        run(connect(f"redis://:wrong-{password}@127.0.0.1:{server.port}"))
+    assert password not in str(info.value)
+    with pytest.raises(RedisError, match="wants a password"):
+        run(connect(f"redis://127.0.0.1:{server.port}"))
+    assert run(roundtrip(server.url, "k")) == b"v"
+
+
+def test_a_database_number_is_honoured(redis_server):
+    url = f"redis://127.0.0.1:{redis_server.port}/3"
+    assert run(roundtrip(url, "in-db-3")) == b"v"
+    with redis_server.admin(db=3) as db3, redis_server.admin() as db0:
+        assert db3.get("in-db-3") == b"v" and db0.get("in-db-3") is None
+    with pytest.raises(RedisError, match="DB index is out of range"):
+        run(connect(f"redis://127.0.0.1:{redis_server.port}/999"))
+
+
+def test_a_plain_server_gives_a_plain_client(redis_server):
+    async def kind():
+        client = await connect(redis_server.url)
+        await client.aclose()
+        return type(client)
+    assert run(kind()) is Redis
+
+
+def test_a_cluster_node_gives_a_cluster_client(redis_cluster):
+    async def scenario():
+        client = await connect(redis_cluster.url)
+        try:
+            assert isinstance(client, RedisCluster)
+            for i in range(30):      # keys on every node: the client follows the slot map
+                await client.set(f"test_redis_url:{i}", i)
+            return [int(await client.get(f"test_redis_url:{i}")) for i in range(30)]
+        finally:
+            await client.aclose()
+    assert run(scenario()) == list(range(30))
+    with pytest.raises(RedisURLError, match="database 0 only"):
+        run(connect(redis_cluster.url.replace("/0", "/1")))
+
+
+def test_tls(redis_servers, tmp_path, monkeypatch):
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    files = {"cert": tmp_path / "cert.pem", "key": tmp_path / "key.pem", "ca": tmp_path / "ca.pem"}
+    cert.cert_chain_pems[0].write_to_path(files["cert"])
+    for extra in cert.cert_chain_pems[1:]:
+        extra.write_to_path(files["cert"], append=True)
+    cert.private_key_pem.write_to_path(files["key"])
+    ca.cert_pem.write_to_path(files["ca"])
+    from redis_servers import TLSFiles
+
+    server = redis_servers(tls=TLSFiles(**files), password=secrets.token_urlsafe(8))
+    assert server.url.startswith("rediss://")
+    with pytest.raises(RedisError, match="certificate verify failed"):
+        run(connect(server.url))               # a CA nobody trusts
+    monkeypatch.setenv("SSL_CERT_FILE", str(Path(files["ca"])))
+    assert run(roundtrip(server.url, "over-tls")) == b"v"
+    with pytest.raises(RedisError, match="cannot connect"):
+        run(connect(server.url.replace("rediss://", "redis://"), timeout=1))   # plain to a TLS port
