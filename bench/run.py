@@ -2,13 +2,15 @@
 
     .venv/bin/python bench/run.py [--pages 20000] [--hosts 32] [--runs 3] [--bare-runs 2]
                                   [--concurrency 32] [--per-host 4] [--max-pages N]
-                                  [--quick] [--only skitter|scrapy|bare] [--timeout 900]
+                                  [--quick] [--only skitter|skitter-noindex|skitter-tuned|scrapy|bare]
+                                  [--timeout 900]
 
 1. Generates the demo web (``skitter.demo.web``) and writes it as static files under
    bench/out/web/<key>/ (kept between invocations: the key holds every parameter).
 2. Serves it with nginx (Debian's package; installed with apt-get when missing and root), one
    ``server`` per host on 127.0.0.2, 127.0.0.3, ... and one port, config/pid/logs under bench/out/.
-3. Alternates runs: skitter, scrapy, [bare], skitter, scrapy, ... each in its own subprocess,
+3. Alternates runs: skitter three ways (the user's defaults; without the index; the tuned line of
+   earlier stops: SKITTER_VARIANTS), scrapy, [bare], then again ... each in its own subprocess,
    measured from outside (psutil): wall time, CPU seconds of the process tree (user+sys, from
    wait4's rusage), peak RSS of the tree (sum over its processes, sampled every 0.1 s), pages
    fetched (each crawler's own output), plus nginx's CPU seconds during the run.
@@ -55,7 +57,14 @@ import psutil  # noqa: E402
 import docsection  # noqa: E402
 from nginx import Nginx, ensure_nginx, free_port, loopback_ips, nginx_version  # noqa: E402
 
-CRAWLERS = ("skitter", "scrapy", "bare")
+# skitter three ways (issue 18): the user's defaults (with the benchmark's --delay 0 and
+# concurrency), the same without the search index, and the tuned line of earlier stops
+SKITTER_VARIANTS = {
+    "skitter": [],
+    "skitter-noindex": ["--index-interval", "-1"],
+    "skitter-tuned": ["--adaptive-delay", "0", "--max-crawl-delay", "0", "--index-interval", "-1"],
+}
+CRAWLERS = (*SKITTER_VARIANTS, "scrapy", "bare")
 REUSE_WEB = False   # --reuse-web
 
 
@@ -257,16 +266,19 @@ def canon(url: str) -> str:
         return url
 
 
-def run_skitter(args, seeds: list[str], run_dir: Path, nginx: Nginx) -> dict:
+def skitter_command(args, seeds: list[str], crawl_dir: Path, variant: str) -> list[str]:
+    exe = BIN / "skitter"
+    return [str(exe) if exe.exists() else PY, *([] if exe.exists() else ["-m", "skitter"]),
+            "crawl", *seeds, "-o", str(crawl_dir), "--quiet", "--delay", "0",
+            "--per-host", str(args.per_host), "--concurrency", str(args.concurrency),
+            "--max-pages", str(args.budget), *SKITTER_VARIANTS[variant], *args.skitter_arg]
+
+
+def run_skitter(args, seeds: list[str], run_dir: Path, nginx: Nginx, variant: str = "skitter") -> dict:
     crawl_dir = run_dir / "crawl"
     if crawl_dir.exists():
         shutil.rmtree(crawl_dir)
-    exe = BIN / "skitter"
-    cmd = [str(exe) if exe.exists() else PY, *([] if exe.exists() else ["-m", "skitter"]),
-           "crawl", *seeds, "-o", str(crawl_dir), "--quiet", "--delay", "0", "--adaptive-delay", "0",
-           "--per-host", str(args.per_host), "--concurrency", str(args.concurrency),
-           "--max-pages", str(args.budget), "--max-crawl-delay", "0", "--index-interval", "-1",
-           *args.skitter_arg]
+    cmd = skitter_command(args, seeds, crawl_dir, variant)
     res = measure(cmd, run_dir / "skitter", args.timeout, nginx)
     res["urls"] = None
     if not crawl_dir.exists():
@@ -352,7 +364,8 @@ def run_bare(args, seeds: list[str], run_dir: Path, nginx: Nginx) -> dict:
     return res
 
 
-RUNNERS = {"skitter": run_skitter, "scrapy": run_scrapy, "bare": run_bare}
+RUNNERS = {**{v: (lambda *a, v=v: run_skitter(*a, variant=v)) for v in SKITTER_VARIANTS},
+           "scrapy": run_scrapy, "bare": run_bare}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -437,7 +450,7 @@ def ratio(a, b) -> float | None:
 
 def url_check(runs: list[dict], budget: int, truth: set[str] | None) -> dict:
     sets = {}
-    for name in ("skitter", "scrapy", "bare"):
+    for name in CRAWLERS:
         for r in runs:
             if r["crawler"] == name and r.get("ok") and r.get("urls"):
                 sets.setdefault(name, []).append((r["index"], {canon(u) for u in r["urls"]}, r["pages"]))
@@ -445,6 +458,9 @@ def url_check(runs: list[dict], budget: int, truth: set[str] | None) -> dict:
     for name, lst in sets.items():
         first = lst[0][1]
         res["consistency"][name] = all(s == first for _, s, _ in lst)
+    variants = [lst[0][1] for name, lst in sets.items() if name in SKITTER_VARIANTS]
+    if len(variants) > 1:
+        res["consistency"]["skitter, all three ways"] = all(v == variants[0] for v in variants)
     if "skitter" in sets and "scrapy" in sets:
         (_, a, pa), (_, b, pb) = sets["skitter"][0], sets["scrapy"][0]
         full = pa < budget and pb < budget
@@ -494,12 +510,14 @@ def render(ctx: dict) -> str:
           "robots.txt has no Crawl-delay (`crawl_delay=0`).", ""]
     L.append(f"**Settings** (the same for all three): concurrency {a['concurrency']}, {a['per_host']} per host, "
              f"page budget {a['budget']:,}, depth limit 10, no delay, robots.txt obeyed (skitter, Scrapy).")
-    L += ["", f"- skitter: `skitter crawl <{a['hosts']} seeds> -o DIR --quiet --delay 0 --adaptive-delay 0 "
-          f"--per-host {a['per_host']} --concurrency {a['concurrency']} --max-pages {a['budget']} --max-crawl-delay 0 "
-          f"--index-interval -1"
-          + (" " + " ".join(a["skitter_arg"]) if a["skitter_arg"] else "") + "` (stores everything: SQLite + WARC; the search index, which Scrapy has no counterpart of, is "
-          "left to `skitter index` and measured in its own section); "
-          "pages = records of `skitter export --format jsonl` with a status.",
+    L += ["", f"- skitter, three ways: `skitter crawl <{a['hosts']} seeds> -o DIR --quiet --delay 0 "
+          f"--per-host {a['per_host']} --concurrency {a['concurrency']} --max-pages {a['budget']}"
+          + (" " + " ".join(a["skitter_arg"]) if a["skitter_arg"] else "") + "` and nothing else is **skitter** "
+          "(the user's defaults: adaptive delay 10 × the server's response time, the live search index kept "
+          "current while crawling and made exact before exit, all of it in the wall time); **skitter-noindex** "
+          "adds `--index-interval -1` (no index: Scrapy has no counterpart of it); **skitter-tuned** adds "
+          "`--adaptive-delay 0 --max-crawl-delay 0 --index-interval -1` (the line of the earlier stops). Each "
+          "stores everything (SQLite + WARC); pages = records of `skitter export --format jsonl` with a status.",
           "- Scrapy: `bench/scrapy_spider.py`, a follow-all spider restricted to the served hosts: ROBOTSTXT_OBEY "
           "(product token `skitter`, the same robots.txt group), DOWNLOAD_DELAY 0, CONCURRENT_REQUESTS "
           f"{a['concurrency']}, CONCURRENT_REQUESTS_PER_DOMAIN {a['per_host']}, CLOSESPIDER_PAGECOUNT {a['budget']}, "
@@ -521,23 +539,27 @@ def render(ctx: dict) -> str:
             L.append(f"| {name} | {x['ok_runs']}/{x['runs']} | {fmt(x['pages'], 0)} | {fmt(x['wall_s'])} | "
                      f"**{fmt(x['pages_per_s'])}** | {fmt(x['cpu_s'])} | {fmt(x['cpu_ms_per_page'], 2)} | "
                      f"{fmt(x['peak_rss_mb'])} | {fmt(x.get('peak_pss_mb'))} | {fmt(x['nginx_cpu_s'])} |")
-    L += ["", "Peak RSS is summed over the crawler's processes (skitter: the crawl process and its worker "
-          "process; Scrapy: one process), so pages two processes share (the "
+    L += ["", "Peak RSS is summed over the crawler's processes (skitter: the crawl process, its analysis "
+          "worker and, with the index, the index process; Scrapy: one process), so pages two processes share (the "
           "Python runtime, libraries) count twice; peak PSS (proportional set size, from smaps_rollup every "
           "0.5 s) splits each shared page among the processes that map it: the memory the tree really takes."]
-    sk, sc, ba = s.get("skitter", {}), s.get("scrapy", {}), s.get("bare", {})
-    L += ["", "### Ratios", ""]
-    r1 = ratio(sk.get("pages_per_s"), sc.get("pages_per_s"))
-    L.append(f"- **skitter / Scrapy throughput (pages/s): {fmt(r1, 2)}×**"
-             + ("" if r1 is None else f" (skitter {'faster' if r1 >= 1 else 'slower'})"))
-    L.append(f"- skitter / Scrapy CPU ms per page: {fmt(ratio(sk.get('cpu_ms_per_page'), sc.get('cpu_ms_per_page')), 2)}×; "
-             f"peak RSS: {fmt(ratio(sk.get('peak_rss_mb'), sc.get('peak_rss_mb')), 2)}×; "
-             f"peak PSS: {fmt(ratio(sk.get('peak_pss_mb'), sc.get('peak_pss_mb')), 2)}×")
-    cps = [ratio(1000.0, x.get("cpu_ms_per_page")) for x in (sk, sc)]
-    L.append(f"- pages per CPU-second (the figure least moved by other load on the machine): skitter "
-             f"{fmt(cps[0], 0)}, Scrapy {fmt(cps[1], 0)} — **{fmt(ratio(cps[0], cps[1]), 2)}×**")
-    L.append(f"- **skitter / bare client throughput: {fmt(ratio(sk.get('pages_per_s'), ba.get('pages_per_s')), 2)}** "
-             f"(Scrapy / bare: {fmt(ratio(sc.get('pages_per_s'), ba.get('pages_per_s')), 2)})")
+    sc, ba = s.get("scrapy", {}), s.get("bare", {})
+    L += ["", "### Ratios", "",
+          "| skitter, against Scrapy | pages per wall-second | CPU ms per page | pages per CPU-second | peak RSS | peak PSS |",
+          "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for name in SKITTER_VARIANTS:
+        sk = s.get(name)
+        if not sk:
+            continue
+        cps = ratio(ratio(1000.0, sk.get("cpu_ms_per_page")), ratio(1000.0, sc.get("cpu_ms_per_page")))
+        L.append(f"| {name} | **{fmt(ratio(sk.get('pages_per_s'), sc.get('pages_per_s')), 2)}×** | "
+                 f"{fmt(ratio(sk.get('cpu_ms_per_page'), sc.get('cpu_ms_per_page')), 2)}× | {fmt(cps, 2)}× | "
+                 f"{fmt(ratio(sk.get('peak_rss_mb'), sc.get('peak_rss_mb')), 2)}× | "
+                 f"{fmt(ratio(sk.get('peak_pss_mb'), sc.get('peak_pss_mb')), 2)}× |")
+    L += ["", "Pages per wall-second count from the command's start to its exit (the index made exact included); "
+          "pages per CPU-second is the figure least moved by other load on the machine. "
+          f"skitter-tuned / bare client: **{fmt(ratio(s.get('skitter-tuned', {}).get('pages_per_s'), ba.get('pages_per_s')), 2)}** "
+          f"(Scrapy / bare: {fmt(ratio(sc.get('pages_per_s'), ba.get('pages_per_s')), 2)})."]
     L += ["", "### URL-set check", ""]
     if chk.get("compared"):
         if chk["full"]:
@@ -612,7 +634,8 @@ def plot(runs: list[dict], path: Path) -> None:
     except ImportError:
         return
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    colors = {"skitter": "tab:blue", "scrapy": "tab:orange", "bare": "tab:gray"}
+    colors = {"skitter": "tab:blue", "skitter-noindex": "tab:cyan", "skitter-tuned": "tab:purple",
+              "scrapy": "tab:orange", "bare": "tab:gray"}
     for r in runs:
         if r.get("rss_samples"):
             xs, ys = zip(*r["rss_samples"])
@@ -730,7 +753,7 @@ def main(argv=None) -> int:
     plan: list[str] = []
     for i in range(max(args.runs, args.bare_runs)):
         if i < args.runs:
-            plan += [c for c in ("skitter", "scrapy") if c in only]
+            plan += [c for c in (*SKITTER_VARIANTS, "scrapy") if c in only]
         if i < args.bare_runs and "bare" in only:
             plan.append("bare")
     runs: list[dict] = []
@@ -813,9 +836,9 @@ def main(argv=None) -> int:
     for name, x in s.items():
         log(f"{name:8s} median {fmt(x['pages_per_s'])} pages/s, CPU {fmt(x['cpu_s'])} s, "
             f"peak RSS {fmt(x['peak_rss_mb'])} MB ({x['ok_runs']}/{x['runs']} ok)")
-    r1 = ratio(s.get("skitter", {}).get("pages_per_s"), s.get("scrapy", {}).get("pages_per_s"))
-    r2 = ratio(s.get("skitter", {}).get("pages_per_s"), s.get("bare", {}).get("pages_per_s"))
-    log(f"skitter/Scrapy {fmt(r1, 2)}x, skitter/bare {fmt(r2, 2)}")
+    for name in SKITTER_VARIANTS:
+        r1 = ratio(s.get(name, {}).get("pages_per_s"), s.get("scrapy", {}).get("pages_per_s"))
+        log(f"{name}/Scrapy {fmt(r1, 2)}x")
     chk = ctx["urlcheck"]
     if chk.get("compared"):
         log(f"URL sets: skitter {chk['skitter']}, scrapy {chk['scrapy']}, equal={chk['equal']}, "
