@@ -2,9 +2,9 @@
 
 ``analyse`` turns a FetchResult into what the crawl loop stores: the WARC record pair (gzip-
 compressed), the content hash and, for HTML, the parsed Page. It does no I/O and touches no
-shared state, so the loop runs it in worker processes (``--workers``) and keeps its own event
+shared state, so the loop runs it in analysis processes (``--analysis-processes``) and keeps its own event
 loop for fetching, the frontier and the database: on two cores that is what lets skitter use
-both (docs/benchmarks.md has the profile). The processes are :mod:`skitter.workers`.
+both (docs/benchmarks.md has the profile). The processes are :mod:`skitter.procpool`'s.
 """
 
 from __future__ import annotations

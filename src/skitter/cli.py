@@ -171,10 +171,10 @@ def demo(output: str, pages: int, hosts: int) -> None:
         config = CrawlConfig(seeds=tuple(server.web.seeds()), delay=0.0, adaptive_delay=0.0, per_host=4,
                              concurrency=32, max_crawl_delay=0.02)
         run_crawl(out, config, title="crawling the demo web")
-        from .search.demo_qrels import write_demo_qrels
+        from .demo.qrels import write_demo_qrels
 
         write_demo_qrels(server.web, out / "queries.tsv", out / "qrels.txt")
-        from .strategies.demo_labels import write_labels
+        from .demo.labels import write_labels
 
         write_labels(server.web, out / "labels.jsonl")
     click.echo(f"crawl directory: {out}")

@@ -49,7 +49,7 @@ def _num(x: float | None) -> str:
 @click.command("eval-crawl")
 @click.argument("directories", nargs=-1, required=True, type=click.Path())
 @click.option("--labels", "labels_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="ground truth: JSON lines {url, topic, pagerank} (python -m skitter.strategies.demo_labels)")
+              help="ground truth: JSON lines {url, topic, pagerank} (python -m skitter.demo.labels)")
 @click.option("--topic", default=None, help="the labelled topic to evaluate (default: the topic name among the "
               "crawl's --topic words)")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
@@ -58,7 +58,9 @@ def _num(x: float | None) -> str:
 def eval_crawl(directories: tuple[str, ...], labels_path: str, topic: str | None, plot_path: str | None,
                as_json: bool) -> None:
     """Harvest rate, topic recall and PageRank capture of crawls (DIR...) against labels."""
-    from .evalcrawl import evaluate_crawl, load_labels_for, plot, report
+    from .eval.crawl import report
+    from .eval.files import evaluate_crawl, load_labels_for
+    from .eval.plots import plot
 
     labels = load_labels_for(labels_path, topic)
     results = {}

@@ -129,7 +129,8 @@ def eval_cmd(directory: str, queries_file: str, qrels_file: str, limit: int, pag
              collapse: bool, as_json: bool) -> None:
     """Evaluate search on judged queries: precision, recall, P@10, MAP, nDCG@10."""
     from .search.engine import Searcher
-    from .search.evaluate import METRICS, evaluate, read_qrels, read_queries
+    from .eval.files import read_qrels, read_queries
+    from .eval.search import METRICS, evaluate
 
     queries = read_queries(queries_file)
     qrels = read_qrels(qrels_file)

@@ -30,7 +30,7 @@ def serve(directory: str, host: str, port: int, labels_path: str | None, topic: 
         raise CrawlDirError(f"{d} is not a crawl directory (no {DB_NAME})")
     labels = None
     if labels_path is not None:
-        from .evalcrawl import load_labels_for
+        from .eval.files import load_labels_for
 
         labels = load_labels_for(labels_path, topic)
     elif topic is not None:

@@ -70,8 +70,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_url_length", 2048, "longer URLs are dropped", int),
     Setting("max_repeated_segments", 3, "URLs whose path repeats one segment more often are dropped", int),
     Setting("robots_expiry", 86400.0, "seconds a cached robots.txt stays valid (RFC 9309: at most 24 h)", float),
-    Setting("workers", -1, "worker processes for parsing, hashing and WARC compression (-1: one per spare "
-            "core, at most 4; 0: all in the crawl process)", int),
+    Setting("analysis_processes", -1, "processes for parsing, hashing and WARC compression (-1: one per "
+            "spare core, at most 4; 0: all in the crawl process)", int),
     Setting("near_duplicates", "new-links", "near-duplicate detection (winnowing): off, or on and follow a "
             "near-duplicate's links only if it has links its original lacks (new-links) or always (all)",
             str, ("off", "new-links", "all")),
@@ -121,7 +121,7 @@ class CrawlConfig:
     max_url_length: int = 2048
     max_repeated_segments: int = 3
     robots_expiry: float = 86400.0
-    workers: int = -1
+    analysis_processes: int = -1
     near_duplicates: str = "new-links"
     near_dup_window: int = 50000
     index_interval: float = 10.0
@@ -139,7 +139,7 @@ class CrawlConfig:
                     "adaptive_delay": 0, "max_crawl_delay": 0, "max_body": 1024, "connect_timeout": 0.001,
                     "read_timeout": 0.001, "total_timeout": 0.001, "retries": 0, "max_redirects": 0,
                     "max_pages_per_host": 0, "host_burst": 0, "host_window": 1, "max_url_length": 16,
-                    "max_repeated_segments": 0, "robots_expiry": 0, "workers": -1, "tunnel": 0,
+                    "max_repeated_segments": 0, "robots_expiry": 0, "analysis_processes": -1, "tunnel": 0,
                     "near_dup_window": 0, "stall_after": 0.1}
         for name, low in at_least.items():
             if getattr(self, name) < low:
@@ -148,9 +148,9 @@ class CrawlConfig:
             raise UsageError(f"--near-dup-window must be 0 (every page) or at least 100, got {self.near_dup_window}")
         return self
 
-    def worker_count(self) -> int:
-        if self.workers >= 0:
-            return self.workers
+    def analysis_process_count(self) -> int:
+        if self.analysis_processes >= 0:
+            return self.analysis_processes
         import os
 
         return max(0, min(4, (os.cpu_count() or 1) - 1))

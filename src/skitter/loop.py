@@ -51,7 +51,7 @@ from .store.warc import WarcWriter
 from .strategies import ParentContext, make_scorer
 from .urls import URLError, canonicalize, fingerprint, host_key, resolve
 from .watchdog import Watchdog
-from .workers import WorkerDied, WorkerPool
+from .procpool import ProcessDied, ProcessPool
 
 REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 
@@ -75,7 +75,7 @@ class CrawlStats:
     near_duplicates: int = 0
     disallowed: int = 0
     robots_fetches: int = 0
-    unparsed: int = 0         # responses archived unparsed: their worker process died
+    unparsed: int = 0         # responses archived unparsed: their analysis process died
     bytes: int = 0
     statuses: Counter = field(default_factory=Counter)
 
@@ -155,7 +155,7 @@ class Crawler:
         # worker deflates the page text (``pack``), except with one worker process running the
         # Python walk (skitter._speedups not built): that worker is the busier of the two
         # processes, so the crawl process does it (docs/benchmarks.md).
-        pack = c.worker_count() != 1 or dedup_module._speedups is not None
+        pack = c.analysis_process_count() != 1 or dedup_module._speedups is not None
         self._analyse_opts = (self.robots_token, 0 if self.neardup is None else self.neardup.probe,
                               getattr(self.scorer, "reads_text", True), pack,
                               getattr(self.scorer, "reads_link_context", True))
@@ -194,8 +194,8 @@ class Crawler:
     async def _run(self) -> CrawlStats:
         c = self.config
         allowed = allowed_classes(list(c.seeds), c.allow_private, resolved=dict(c.resolve))
-        n = c.worker_count()
-        self.pool = WorkerPool(n) if n else None   # no orphan survives a kill -9 (skitter.workers)
+        n = c.analysis_process_count()
+        self.pool = ProcessPool(n) if n else None   # no orphan survives a kill -9 (skitter.procpool)
         self._tasks: list[asyncio.Task] = []
         self.watchdog = Watchdog(self.directory, describe=self.describe_wait, on_stop=self.interrupt,
                                  has_work=lambda: self.frontier.queued > 0 or self.frontier.in_flight > 0,
@@ -205,7 +205,7 @@ class Crawler:
                 try:
                     await self.pool.start()
                 except OSError as exc:   # no python to run, no file descriptors or processes left
-                    raise SkitterError(f"cannot start worker processes: {exc}") from None
+                    raise SkitterError(f"cannot start analysis processes: {exc}") from None
             async with Fetcher(c, allowed=allowed, resolver_overrides=dict(c.resolve)) as fetcher:
                 self.fetcher = fetcher
                 self.robots = RobotsCache(fetcher.get, c.user_agent, expiry=c.robots_expiry)
@@ -220,23 +220,23 @@ class Crawler:
                 committer = asyncio.create_task(self._committer())
                 indexer = asyncio.create_task(self._indexer())
                 watcher = asyncio.create_task(self.watchdog.run())
-                self._tasks = workers = [asyncio.create_task(self._worker()) for _ in range(max(1, c.concurrency))]
+                self._tasks = fetchers = [asyncio.create_task(self._fetch_task()) for _ in range(max(1, c.concurrency))]
                 stopper = asyncio.create_task(self._stop_event.wait())
-                gatherer = asyncio.gather(*workers)
+                gatherer = asyncio.gather(*fetchers)
                 try:
                     await asyncio.wait([gatherer, stopper], return_when=asyncio.FIRST_COMPLETED)
                 finally:
                     # the watchdog's heartbeat goes last: the others may take seconds to wind down
                     # (the index process finishes its update), and the loop runs all along
-                    for task in (*workers, stopper, committer, indexer):
+                    for task in (*fetchers, stopper, committer, indexer):
                         task.cancel()
-                    results = await asyncio.gather(*workers, stopper, committer, indexer, return_exceptions=True)
+                    results = await asyncio.gather(*fetchers, stopper, committer, indexer, return_exceptions=True)
                     watcher.cancel()
                     await asyncio.gather(watcher, return_exceptions=True)
                     if not gatherer.cancelled():
                         gatherer.exception()  # retrieved: the same exceptions are in results
                     for r in results:
-                        if isinstance(r, Exception):  # a bug in a worker: surface it, never hide it
+                        if isinstance(r, Exception):  # a bug in a fetch task: surface it, never hide it
                             raise r
         finally:
             self.watchdog.close()
@@ -249,7 +249,7 @@ class Crawler:
         m = self.config.max_pages
         return not m or self.fetched_total + self.frontier.in_flight < m
 
-    async def _worker(self) -> None:
+    async def _fetch_task(self) -> None:
         frontier = self.frontier
         while not self._stopping:
             if not self._budget_left():
@@ -337,11 +337,11 @@ class Crawler:
         args = (analyse, result, url, *self._analyse_opts)
         try:
             return await self.pool.submit(*args)
-        except WorkerDied:   # killed, out of memory, or this page: the pool has replaced it
+        except ProcessDied:   # killed, out of memory, or this page: the pool has replaced it
             self._check_pool()
         try:
             return await self.pool.submit(*args)
-        except WorkerDied as exc:   # twice: this page crashes the parser; keep it, unparsed
+        except ProcessDied as exc:   # twice: this page crashes the parser; keep it, unparsed
             self._check_pool()
             log.warning("%s: %s; the response is archived but not parsed", url, exc)
             self.stats.unparsed += 1
@@ -534,14 +534,14 @@ class Crawler:
         it reads crawl.db (WAL readers never block the writer) and writes only index.db."""
         if self.config.index_interval <= 0:
             return
-        pool = WorkerPool(1)
+        pool = ProcessPool(1)
         try:
             await pool.start()
             while True:
                 await asyncio.sleep(self.config.index_interval)
                 try:
                     await pool.submit(update_index, str(self.directory))
-                except (SkitterError, WorkerDied) as exc:  # e.g. an index from another version
+                except (SkitterError, ProcessDied) as exc:  # e.g. an index from another version
                     log.warning("live indexing stopped: %s", exc)
                     return
         finally:
@@ -592,7 +592,7 @@ class Crawler:
             parts.append(f"{held[0]} hosts held by politeness ({shown}{', …' if held[0] > len(held[1]) else ''})")
         parts.append(f"{self.robots.pending} robots.txt fetches under way")
         if self.pool is not None:
-            parts.append(f"{self.pool.busy} analysis calls in the worker processes")
+            parts.append(f"{self.pool.busy} analysis calls in the analysis processes")
         where = Counter(_awaiting(task) for task in self._tasks if not task.done())
         if where:
             parts.append("fetch tasks waiting in " + ", ".join(f"{n} {name}" for name, n in where.most_common()))

@@ -88,8 +88,8 @@ def test_kill_9_resume_equals_uninterrupted(tmp_path):
         assert len(kills) >= 2, "the crawl finished before it could be killed twice: make the web bigger"
 
         resumed = records(crash_dir)
-    # The worker processes of a killed crawl end themselves (no orphan survives a kill -9).
-    assert orphans, "the crawl had worker processes"
+    # The analysis processes of a killed crawl end themselves (no orphan survives a kill -9).
+    assert orphans, "the crawl had analysis processes"
     deadline = time.time() + 5
     while time.time() < deadline and any(_alive(p) for p in orphans):
         time.sleep(0.1)

@@ -30,7 +30,7 @@ def server():
 
 def config(srv, strategy: str, max_pages: int, **settings) -> CrawlConfig:
     return CrawlConfig(seeds=tuple(srv.web.seeds()), strategy=strategy, max_pages=max_pages, delay=0.0,
-                       adaptive_delay=0.0, max_crawl_delay=0.0, per_host=1, concurrency=1, workers=0,
+                       adaptive_delay=0.0, max_crawl_delay=0.0, per_host=1, concurrency=1, analysis_processes=0,
                        **settings)
 
 

@@ -17,7 +17,7 @@ from skitter.demo.web import DemoConfig
 from skitter.index import Indexer, update_index
 from skitter.index.indexer import stored_columns
 from skitter.search import Searcher
-from skitter.search.reference import Reference
+from search_reference import Reference
 
 pytestmark = pytest.mark.slow
 

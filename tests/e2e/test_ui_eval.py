@@ -3,7 +3,7 @@
 
 `skitter demo` crawls a small demo web and writes its labels next to queries.tsv; `skitter serve`
 with those labels shows the harvest rate, topic recall at budgets and the importance figures that
-skitter.evalcrawl computes for the same crawl, and their plots. Without --topic (the demo crawl has
+skitter.eval computes for the same crawl, and their plots. Without --topic (the demo crawl has
 none) the page says how to give one; without --labels the page has no evaluation. Screenshots go
 to tests/artifacts/.
 """
@@ -22,7 +22,8 @@ if not os.path.exists(CHROMIUM):
     pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
 playwright_sync = pytest.importorskip("playwright.sync_api")
 
-from skitter.evalcrawl import BUDGETS, evaluate_crawl, load_labels  # noqa: E402
+from skitter.eval.crawl import BUDGETS  # noqa: E402
+from skitter.eval.files import evaluate_crawl, load_labels  # noqa: E402
 
 from sites import CHROMIUM_ARGS, Served, free_port  # noqa: E402
 

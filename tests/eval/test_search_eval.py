@@ -1,5 +1,5 @@
 """Search quality on the demo web: `skitter eval` with the judgments the generator gives for free
-(skitter.search.demo_qrels). Floors are what was measured (docs/search.md) minus a margin."""
+(skitter.demo.qrels). Floors are what was measured (docs/search.md) minus a margin."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from skitter.demo.server import DemoServer
 from skitter.demo.web import DemoConfig
-from skitter.search.demo_qrels import demo_queries, write_demo_qrels
-from skitter.search.evaluate import metrics
+from skitter.demo.qrels import demo_queries, write_demo_qrels
+from skitter.eval.search import metrics
 
 pytestmark = pytest.mark.slow
 

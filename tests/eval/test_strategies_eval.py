@@ -30,10 +30,11 @@ from skitter import loop
 from skitter.config import CrawlConfig
 from skitter.demo.server import DemoServer
 from skitter.demo.web import TOPIC_NAMES, DemoConfig, DemoWeb
-from skitter.evalcrawl import Evaluation, evaluate_crawl, load_labels
+from skitter.eval.crawl import Evaluation
+from skitter.eval.files import evaluate_crawl, load_labels
 from skitter.strategies import FOCUSED, IMPORTANCE, make_scorer
 from skitter.strategies.base import ParentContext
-from skitter.strategies.demo_labels import write_labels
+from skitter.demo.labels import write_labels
 
 pytestmark = pytest.mark.slow
 
@@ -110,7 +111,7 @@ class Bench:
                          "topic_file": str(write_exemplars(self.web, topic, self.root / f"exemplars-{topic}"))}
             cfg = CrawlConfig(seeds=tuple(self.web.seeds()), strategy=strategy, max_pages=int(BUDGET * PAGES),
                               delay=0.0, adaptive_delay=0.0, max_crawl_delay=0.0, per_host=1, concurrency=1,
-                              workers=0, **extra, **settings)
+                              analysis_processes=0, **extra, **settings)
             crawl(d, cfg)
             self._done[key] = evaluate_crawl(d, self.labels, topic)
             self._done[key].directory = d
@@ -213,7 +214,7 @@ def main(argv: list[str]) -> None:
         for s, h, hmin, r, rmin, t10, t25, t50, avg in rows:
             print(f"| {s} | {h:.1%} / {hmin:.1%} | {r:.1%} / {rmin:.1%} | {t10:.0%} / {t25:.0%} / {t50:.0%} | {avg:.2f} |")
         if a.plot_dir is not None:
-            from skitter.evalcrawl import plot
+            from skitter.eval.plots import plot
 
             a.plot_dir.mkdir(parents=True, exist_ok=True)
             for t in topics:

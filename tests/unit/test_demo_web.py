@@ -475,7 +475,7 @@ def test_popular_articles_are_deep_and_linked_from_everywhere() -> None:
     """The web's important pages after the home pages (issue 4): N/100 popular articles per host,
     deep in their own host's listings, never featured there, linked from the other hosts' home pages
     and from ~popular_links of all content links (most of them from other hosts)."""
-    from skitter.strategies.demo_labels import labels
+    from skitter.demo.labels import labels
 
     w = make(DemoConfig(pages=2000, hosts=4))
     popular = {w._url(g, f"/a/{n}.html") for g, n in w._popular}

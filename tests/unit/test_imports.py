@@ -13,7 +13,7 @@ def imported(code: str, names: list[str]) -> set[str]:
 
 
 def test_the_crawl_process_leaves_parsing_libraries_and_rich_to_others() -> None:
-    # `skitter crawl --quiet`: the loop, its strategies and the summary; parsing is the workers';
+    # `skitter crawl --quiet`: the loop, its strategies and the summary; parsing is the analysis processes';
     # fetching is curl's (aiohttp, the demo server's, is 26 MB of imports the crawl never uses)
     got = imported("import skitter.cli, skitter.loop, skitter.stats, skitter.strategies",
                    ["selectolax", "resiliparse", "rich", "numpy", "aiohttp", "pycurl"])
@@ -21,7 +21,7 @@ def test_the_crawl_process_leaves_parsing_libraries_and_rich_to_others() -> None
 
 
 def test_a_worker_process_imports_no_event_loop() -> None:
-    got = imported("import skitter.worker_main, skitter.analyse, skitter.parse, skitter.dedup\n"
+    got = imported("import skitter.procpool_child, skitter.analyse, skitter.parse, skitter.dedup\n"
                    "skitter.dedup.main_text('<p>x</p>')",
                    ["asyncio", "ssl", "aiohttp", "pycurl", "sqlite3", "rich", "resiliparse",
                     "selectolax"])

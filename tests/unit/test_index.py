@@ -1,5 +1,5 @@
 """The index and the query engine on a real (small) crawl of the demo web, checked against the
-brute-force reference evaluator (skitter.search.reference) for every operator."""
+brute-force reference evaluator (tests/search_reference.py) for every operator."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from skitter.index import indexer as indexer_mod
 from skitter.index.indexer import stored_columns
 from skitter.search import Searcher
 from skitter.search.query import And, DateFilter, Near, Not, Or, Site, Term, Xor, unparse
-from skitter.search.reference import Reference
+from search_reference import Reference
 from skitter.urls import fingerprint
 
 

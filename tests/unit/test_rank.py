@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skitter.evalcrawl import Labels, evaluate, load_labels
+from skitter.eval.crawl import Labels, evaluate
+from skitter.eval.files import load_labels
 from skitter.rank import edges_to_csr, hits, load_graph, pagerank, rank_crawl, top_pages
 from skitter.store.db import CrawlDB
 from skitter.urls import fingerprint
@@ -257,7 +258,7 @@ def test_load_labels_and_eval_crawl_command(tmp_path):
 
 def test_demo_labels():
     from skitter.demo.web import DemoConfig, DemoWeb
-    from skitter.strategies.demo_labels import labels, web_graph
+    from skitter.demo.labels import labels, web_graph
 
     web = DemoWeb(DemoConfig(pages=300, hosts=2), ["http://127.0.0.2:9", "http://127.0.0.3:9"])
     recs = list(labels(web))

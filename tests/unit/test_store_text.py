@@ -65,7 +65,7 @@ def test_the_stored_text_is_the_same_whichever_process_packs_it(tmp_path, worker
     with DemoServer(DemoConfig(hosts=2, pages=60, seed=5, crawl_delay=0)) as srv:
         res = subprocess.run([sys.executable, "-m", "skitter", "crawl", *srv.web.seeds(), "-o", str(tmp_path / "c"),
                               "--delay", "0", "--adaptive-delay", "0", "--max-crawl-delay", "0", "--quiet",
-                              "--workers", workers, "--index-interval", "-1"],
+                              "--analysis-processes", workers, "--index-interval", "-1"],
                              capture_output=True, text=True, timeout=120)
         assert res.returncode == 0, res.stderr
         conn = sqlite3.connect(tmp_path / "c" / "crawl.db")

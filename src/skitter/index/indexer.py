@@ -425,7 +425,7 @@ class Indexer:
 
 def update_index(crawl_dir: str | Path, exact_anchors: bool = False) -> dict:
     """``Indexer(crawl_dir).update()`` as a plain function returning a plain dict, for a worker
-    process during a crawl (``await pool.submit(update_index, str(directory))``, skitter.workers). Anchor
+    process during a crawl (``await pool.submit(update_index, str(directory))``, skitter.procpool). Anchor
     text is refreshed lazily (a page's when its incoming anchors doubled) unless
     ``exact_anchors``: pass True for the last call, when the crawl ends."""
     return Indexer(crawl_dir).update(exact_anchors=exact_anchors).as_dict()

@@ -4,7 +4,7 @@ Pages: ``/`` (search box), ``/search?q=…&page=N`` (10 results a page), ``/adva
 that builds a query in skitter's query language and redirects to /search), ``/crawl`` (the
 crawl summary and four plots, refreshing every 5 s), ``/plot/{pages,status,hosts,queue}.png``.
 With ground-truth labels (``skitter serve DIR --labels FILE [--topic NAME]``, the labels of
-``skitter eval-crawl``) the crawl page also shows the crawl's evaluation (skitter.evalcrawl): harvest
+``skitter eval-crawl``) the crawl page also shows the crawl's evaluation (skitter.eval): harvest
 rate, topic recall at budgets, the top-1% PageRank share and the average PageRank by crawl time, and
 ``/plot/eval-{harvest,recall,top,pagerank}.png``.
 
@@ -31,7 +31,8 @@ from starlette.templating import Jinja2Templates
 
 from ..errors import QuerySyntaxError, SkitterError
 from ..store.db import DB_NAME, connect
-from ..evalcrawl import BUDGETS, CRAWL_SHARES
+from ..eval.crawl import BUDGETS, CRAWL_SHARES
+from ..eval.plots import EVAL_PLOTS
 from . import plots
 
 PER_PAGE = 10
@@ -114,11 +115,11 @@ def make_env() -> jinja2.Environment:
 
 
 def create_app(directory: Path | str, labels=None, topic: str | None = None) -> Starlette:
-    """The application; ``labels`` (a :class:`~skitter.evalcrawl.Labels` or a labels file) adds
+    """The application; ``labels`` (a :class:`~skitter.eval.crawl.Labels` or a labels file) adds
     the crawl's evaluation to /crawl, on ``topic`` (default: guessed from the crawl's --topic)."""
     directory = Path(directory)
     if labels is not None and not hasattr(labels, "topics"):
-        from ..evalcrawl import load_labels
+        from ..eval.files import load_labels
 
         labels = load_labels(labels)
     templates = Jinja2Templates(env=make_env())
@@ -192,7 +193,8 @@ def create_app(directory: Path | str, labels=None, topic: str | None = None) -> 
                     plots=list(plots.PLOTS), ev=ev)
 
     def evaluation():
-        from ..evalcrawl import crawl_order, evaluate, guess_topic
+        from ..eval.crawl import evaluate, guess_topic
+        from ..eval.files import crawl_order
 
         urls, config = crawl_order(directory)
         return evaluate(urls, labels, topic or guess_topic(config, labels))
@@ -200,7 +202,7 @@ def create_app(directory: Path | str, labels=None, topic: str | None = None) -> 
     def plot(request: Request) -> Response:
         name = request.path_params["name"]
         fn = plots.PLOTS.get(name)
-        ev_fn, needs_topic = plots.EVAL_PLOTS.get(name, (None, False)) if labels is not None else (None, False)
+        ev_fn, needs_topic = EVAL_PLOTS.get(name, (None, False)) if labels is not None else (None, False)
         if fn is None and ev_fn is None:
             return Response("no such plot", status_code=404, media_type="text/plain")
         try:
@@ -234,7 +236,7 @@ def _pct(x) -> str:
 
 
 def eval_view(ev, labels) -> dict:
-    """What the crawl page shows of an :class:`~skitter.evalcrawl.Evaluation` (strings)."""
+    """What the crawl page shows of an :class:`~skitter.eval.crawl.Evaluation` (strings)."""
     budgets = [(f"{b:.0%} ({int(round(b * ev.pages)):,} fetches)", _pct(ev.recall_at.get(b)))
                for b in BUDGETS]
     return {
@@ -250,7 +252,7 @@ def eval_view(ev, labels) -> dict:
         "top_share": [(f"{s:.0%}", _pct(ev.top_share_at.get(s))) for s in CRAWL_SHARES],
         "avg_pagerank": [(f"{d * 10}–{(d + 1) * 10}%", f"{v:.2f}") for d, v in enumerate(ev.avg_pagerank)],
         "has_pagerank": bool(labels.pagerank),
-        "plots": [n for n, (_, needs_topic) in plots.EVAL_PLOTS.items()
+        "plots": [n for n, (_, needs_topic) in EVAL_PLOTS.items()
                   if (ev.topic is not None or not needs_topic) and (labels.pagerank or needs_topic)],
     }
 

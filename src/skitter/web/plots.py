@@ -4,28 +4,12 @@ connection to crawl.db and returns PNG bytes."""
 
 from __future__ import annotations
 
-import io
 import sqlite3
 from datetime import datetime
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-SIZE = (6.4, 3.6)
-
-
-def _png(fig: Figure) -> bytes:
-    FigureCanvasAgg(fig)
-    buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=80)
-    return buf.getvalue()
-
-
-def _empty(ax, what: str) -> None:
-    ax.text(0.5, 0.5, f"no {what} yet", ha="center", va="center", transform=ax.transAxes, color="gray")
-    ax.set_xticks([])
-    ax.set_yticks([])
+from ..eval.plots import PANEL as SIZE, empty as _empty, png as _png
 
 
 def _ts(s: str) -> float | None:
@@ -117,58 +101,3 @@ def queue_size(conn: sqlite3.Connection) -> bytes:
 
 
 PLOTS = {"pages": pages_over_time, "status": status_codes, "hosts": top_hosts, "queue": queue_size}
-
-
-# -- the crawl's evaluation (``skitter serve DIR --labels FILE``) --------------------------------
-# Each takes an :class:`~skitter.evalcrawl.Evaluation` of the crawl; drawn by skitter.evalcrawl's
-# panels, as in ``skitter eval-crawl --plot``.
-
-def _eval_png(ev, draw, what: str, has):
-    fig = Figure(figsize=SIZE)
-    ax = fig.add_subplot()
-    if not has(ev):
-        draw(ax, {})
-        _empty(ax, what)
-    else:
-        draw(ax, {"this crawl": ev})
-    return ax, fig
-
-
-def eval_harvest(ev) -> bytes:
-    from ..evalcrawl import draw_harvest
-
-    ax, fig = _eval_png(ev, draw_harvest, "fetches", lambda e: bool(e.harvest))
-    if ev.harvest and ev.pages:
-        ax.axhline(ev.relevant_total / ev.pages, color="gray", linestyle=":", linewidth=1,
-                   label="topic's share of the labelled pages")
-        ax.legend(loc="upper right", fontsize="small")
-    ax.set_title(f"harvest rate: topic {ev.topic!r}")
-    return _png(fig)
-
-
-def eval_recall(ev) -> bytes:
-    from ..evalcrawl import draw_recall
-
-    ax, fig = _eval_png(ev, draw_recall, "fetches", lambda e: bool(e.recall_curve))
-    ax.set_title(f"topic recall: topic {ev.topic!r} (budgets marked)")
-    return _png(fig)
-
-
-def eval_top_share(ev) -> bytes:
-    from ..evalcrawl import draw_top_share
-
-    ax, fig = _eval_png(ev, draw_top_share, "fetches", lambda e: bool(e.top_share_at))
-    ax.set_title(f"top-1% PageRank pages ({ev.top_k}) fetched")
-    return _png(fig)
-
-
-def eval_avg_pagerank(ev) -> bytes:
-    from ..evalcrawl import draw_avg_pagerank
-
-    ax, fig = _eval_png(ev, draw_avg_pagerank, "fetches", lambda e: bool(e.avg_pagerank))
-    return _png(fig)
-
-
-# name -> (function, needs a topic)
-EVAL_PLOTS = {"eval-harvest": (eval_harvest, True), "eval-recall": (eval_recall, True),
-              "eval-top": (eval_top_share, False), "eval-pagerank": (eval_avg_pagerank, False)}

@@ -1,11 +1,5 @@
-"""Evaluation against relevance judgments (TREC formats), for ``skitter eval``.
-
-Files:
-
-- queries: one query a line, ``id<TAB>query text`` (blank lines and lines starting with ``#``
-  are skipped);
-- qrels: ``qid 0 docid rel`` (whitespace-separated, TREC), where docid is the page's URL and
-  rel an integer grade (> 0 relevant).
+"""Search evaluation against relevance judgments (TREC qrels, read by :mod:`.files`), for
+``skitter eval``.
 
 Per query, over the ranked list the engine returns (at most ``limit`` results; every matching
 page, near duplicates included — a page folded into its family's hit is still a page the user
@@ -23,56 +17,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
-from ..errors import UsageError
-
-__all__ = ["read_queries", "read_qrels", "metrics", "evaluate", "EvalRow", "METRICS"]
+__all__ = ["metrics", "evaluate", "EvalRow", "METRICS"]
 
 METRICS = ("precision", "recall", "P@10", "AP", "nDCG@10")
-
-
-class EvalFileError(UsageError):
-    """A queries or qrels file that cannot be read or parsed."""
-
-
-def _lines(path: Path | str) -> list[str]:
-    try:
-        return Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise EvalFileError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise EvalFileError(f"{path} is not UTF-8 text") from None
-
-
-def read_queries(path: Path | str) -> list[tuple[str, str]]:
-    out = []
-    for n, line in enumerate(_lines(path), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        qid, sep, text = line.partition("\t")
-        if not sep or not qid.strip() or not text.strip():
-            raise EvalFileError(f"{path}:{n}: expected 'id<TAB>query text'")
-        out.append((qid.strip(), text.strip()))
-    if not out:
-        raise EvalFileError(f"{path} has no queries")
-    return out
-
-
-def read_qrels(path: Path | str) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for n, line in enumerate(_lines(path), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        parts = line.split()
-        if len(parts) != 4:
-            raise EvalFileError(f"{path}:{n}: expected 'qid 0 docid rel'")
-        qid, _, doc, rel = parts
-        try:
-            out.setdefault(qid, {})[doc] = int(rel)
-        except ValueError:
-            raise EvalFileError(f"{path}:{n}: relevance {rel!r} is not an integer") from None
-    return out
 
 
 def metrics(ranked: list[str], rels: dict[str, int], k: int = 10) -> dict[str, float]:

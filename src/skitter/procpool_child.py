@@ -1,6 +1,6 @@
-"""The worker process's side of :mod:`skitter.workers`: read a call from stdin, run it, write the
-answer to stdout, until stdin ends. Kept apart from ``workers.py`` so that a worker imports only
-what its calls need (``workers.py`` imports asyncio, and with it ssl and sockets: 11 MB)."""
+"""A child process's side of :mod:`skitter.procpool`: read a call from stdin, run it, write the
+answer to stdout, until stdin ends. Kept apart from ``procpool.py`` so that a worker imports only
+what its calls need (``procpool.py`` imports asyncio, and with it ssl and sockets: 11 MB)."""
 
 from __future__ import annotations
 

@@ -15,13 +15,13 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..index import analyze
-from ..index.indexer import COLUMNS, MAX_ANCHORS, _iso, _split_host
-from ..store.db import DB_NAME, connect
-from ..store.text import page_text
-from ..urls import fingerprint
-from . import compile as qc
-from .query import And, DateFilter, Not, Or, Site, Xor, parse
+from skitter.index import analyze
+from skitter.index.indexer import COLUMNS, MAX_ANCHORS, _iso, _split_host
+from skitter.store.db import DB_NAME, connect
+from skitter.store.text import page_text
+from skitter.urls import fingerprint
+from skitter.search import compile as qc
+from skitter.search.query import And, DateFilter, Not, Or, Site, Xor, parse
 
 
 @dataclass

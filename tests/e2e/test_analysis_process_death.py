@@ -1,4 +1,4 @@
-"""A worker process killed in the middle of a crawl costs nothing: its pages are analysed again by
+"""An analysis process killed in the middle of a crawl costs nothing: its pages are analysed again by
 the worker that replaces it, and the crawl stores what an undisturbed crawl stores."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 
 class KillingCrawler(Crawler):
-    """Kills its worker process once, with calls in flight, after ``at`` pages are handled."""
+    """Kills its analysis process once, with calls in flight, after ``at`` pages are handled."""
 
     def __init__(self, *args, at: int, **kw) -> None:
         super().__init__(*args, **kw)
@@ -47,7 +47,7 @@ def outcome(directory: Path) -> dict[str, tuple]:
 def test_a_killed_worker_loses_no_page(tmp_path) -> None:
     with DemoServer(DemoConfig(hosts=2, pages=150, seed=3, crawl_delay=0)) as srv:
         config = CrawlConfig(seeds=tuple(srv.web.seeds()), delay=0.0, adaptive_delay=0.0, max_crawl_delay=0.0,
-                             concurrency=8, per_host=4, workers=1, index_interval=-1)
+                             concurrency=8, per_host=4, analysis_processes=1, index_interval=-1)
         calm = Crawler(tmp_path / "calm", config)
         asyncio.run(calm.run())
         killing = KillingCrawler(tmp_path / "killed", config, at=40)
@@ -62,6 +62,6 @@ def test_workers_that_cannot_be_started_stop_the_crawl_with_one_line(tmp_path, m
     from skitter.errors import SkitterError
 
     monkeypatch.setattr("sys.executable", str(tmp_path / "no-such-python"))
-    config = CrawlConfig(seeds=("http://127.0.0.1:9/",), workers=1, index_interval=-1)
-    with pytest.raises(SkitterError, match="cannot start worker processes"):
+    config = CrawlConfig(seeds=("http://127.0.0.1:9/",), analysis_processes=1, index_interval=-1)
+    with pytest.raises(SkitterError, match="cannot start analysis processes"):
         asyncio.run(Crawler(tmp_path / "c", config).run())

@@ -1,4 +1,4 @@
-"""skitter.workers: calls run in real worker processes over pipes; deaths are contained."""
+"""skitter.procpool: calls run in real child processes over pipes; deaths are contained."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skitter.workers import WorkerDied, WorkerPool
+from skitter.procpool import ProcessDied, ProcessPool
 
 
 def run(coro):
@@ -24,7 +24,7 @@ def run(coro):
 
 def test_calls_run_in_other_processes_and_answers_match_their_calls() -> None:
     async def go():
-        async with WorkerPool(2) as pool:
+        async with ProcessPool(2) as pool:
             pids = set(await asyncio.gather(*(pool.submit(os.getpid) for _ in range(20))))
             values = await asyncio.gather(*(pool.submit(math.factorial, i) for i in range(300)))
             big = await pool.submit(bytes, 3 << 20)          # an answer larger than the pipes
@@ -37,7 +37,7 @@ def test_calls_run_in_other_processes_and_answers_match_their_calls() -> None:
 
 def test_an_exception_in_the_call_is_raised_in_the_caller() -> None:
     async def go():
-        async with WorkerPool(1) as pool:
+        async with ProcessPool(1) as pool:
             with pytest.raises(ZeroDivisionError):
                 await pool.submit(operator.truediv, 1, 0)
             return await pool.submit(operator.add, 2, 3)   # the worker lives on
@@ -46,14 +46,14 @@ def test_an_exception_in_the_call_is_raised_in_the_caller() -> None:
 
 def test_a_dead_worker_fails_its_calls_and_is_replaced() -> None:
     async def go():
-        async with WorkerPool(1) as pool:
+        async with ProcessPool(1) as pool:
             first = pool.pids[0]
             slow = asyncio.ensure_future(pool.submit(time.sleep, 30))
             await asyncio.sleep(0.5)
             os.kill(first, signal.SIGKILL)
-            with pytest.raises(WorkerDied):
+            with pytest.raises(ProcessDied):
                 await slow
-            with pytest.raises(WorkerDied):
+            with pytest.raises(ProcessDied):
                 await pool.submit(os._exit, 3)              # a call that takes its worker down
             pid = await pool.submit(os.getpid)
             return first, pid, pool.deaths
@@ -61,7 +61,7 @@ def test_a_dead_worker_fails_its_calls_and_is_replaced() -> None:
     assert pid != first and deaths == 2
 
 
-class _Unstartable(WorkerPool):
+class _Unstartable(ProcessPool):
     def _command(self) -> list[str]:
         return [sys.executable, "-c", "import sys; sys.exit(3)"]
 
@@ -71,7 +71,7 @@ def test_workers_that_cannot_start_fail_every_call_instead_of_looping() -> None:
         messages = []
         async with _Unstartable(1) as pool:
             for _ in range(10):
-                with pytest.raises(WorkerDied) as died:
+                with pytest.raises(ProcessDied) as died:
                     await pool.submit(os.getpid)
                 messages.append(str(died.value))
                 if "end as they start" in messages[-1]:
@@ -85,9 +85,9 @@ def test_workers_end_when_the_parent_is_killed() -> None:
     parent = subprocess.Popen(
         [sys.executable, "-c",
          "import asyncio, sys, time\n"
-         "from skitter.workers import WorkerPool\n"
+         "from skitter.procpool import ProcessPool\n"
          "async def main():\n"
-         "    pool = WorkerPool(2)\n"
+         "    pool = ProcessPool(2)\n"
          "    await pool.start()\n"
          "    await pool.submit(time.sleep, 0)\n"
          "    print(*pool.pids, flush=True)\n"
@@ -126,7 +126,7 @@ def raise_unpicklable() -> None:
 
 def test_an_answer_that_does_not_unpickle_fails_its_call_only() -> None:
     async def go():
-        async with WorkerPool(1) as pool:
+        async with ProcessPool(1) as pool:
             with pytest.raises(RuntimeError, match="unreadable answer"):
                 await pool.submit(raise_unpicklable)
             return await asyncio.wait_for(pool.submit(operator.add, 2, 3), 20), pool.deaths
@@ -135,17 +135,17 @@ def test_an_answer_that_does_not_unpickle_fails_its_call_only() -> None:
 
 def test_a_worker_crashed_by_its_calls_is_not_a_failure_to_start() -> None:
     async def go():
-        async with WorkerPool(1) as pool:
+        async with ProcessPool(1) as pool:
             for _ in range(5):   # five calls that each take a worker down: the pool keeps going
-                with pytest.raises(WorkerDied):
+                with pytest.raises(ProcessDied):
                     await pool.submit(os._exit, 3)
             return pool.broken, await pool.submit(operator.add, 2, 3)
     assert run(go()) == (None, 5)
 
 
-class _Unspawnable(WorkerPool):
+class _Unspawnable(ProcessPool):
     async def _spawn(self):
-        if self._workers:   # the first starts; its replacement cannot (out of file descriptors)
+        if self._children:   # the first starts; its replacement cannot (out of file descriptors)
             raise OSError(24, "Too many open files")
         return await super()._spawn()
 
@@ -153,18 +153,18 @@ class _Unspawnable(WorkerPool):
 def test_a_replacement_that_cannot_start_breaks_the_pool_instead_of_hanging() -> None:
     async def go():
         async with _Unspawnable(1) as pool:
-            with pytest.raises(WorkerDied):
+            with pytest.raises(ProcessDied):
                 await pool.submit(os._exit, 3)
-            with pytest.raises(WorkerDied, match="cannot start a worker process"):
+            with pytest.raises(ProcessDied, match="cannot start a child process"):
                 await asyncio.wait_for(pool.submit(os.getpid), 20)
             return pool.broken
     assert "Too many open files" in run(go())
 
 
-class _SlowSpawn(WorkerPool):
+class _SlowSpawn(ProcessPool):
     async def _spawn(self):
         w = await super()._spawn()
-        if self._workers:   # replacements start slowly: close() runs meanwhile
+        if self._children:   # replacements start slowly: close() runs meanwhile
             await asyncio.sleep(0.5)
         return w
 

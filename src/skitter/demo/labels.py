@@ -10,8 +10,8 @@ graph. So a crawl of the demo web can be compared with the ideal order. ``reacha
 the pages a polite crawl never fetches (disallowed by robots.txt, or linked only by nofollow
 links): they are left out of topic recall.
 
-    python -m skitter.strategies.demo_labels --from-crawl DIR -o labels.jsonl [--pages 3000 --hosts 8]
-    python -m skitter.strategies.demo_labels --base-url http://127.0.0.2:8000 ... -o labels.jsonl
+    python -m skitter.demo.labels --from-crawl DIR -o labels.jsonl [--pages 3000 --hosts 8]
+    python -m skitter.demo.labels --base-url http://127.0.0.2:8000 ... -o labels.jsonl
 
 ``--from-crawl`` reads the base URLs from the crawl's seeds (the demo web's home pages).
 """
@@ -105,7 +105,7 @@ def _base_urls_of_crawl(directory: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m skitter.strategies.demo_labels", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m skitter.demo.labels", description=__doc__.split("\n")[0])
     p.add_argument("--from-crawl", type=Path, help="take the base URLs from this crawl's seeds")
     p.add_argument("--base-url", action="append", default=[], help="a demo host's base URL (repeat per host)")
     p.add_argument("--pages", type=int, default=DemoConfig.pages)

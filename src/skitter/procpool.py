@@ -1,4 +1,5 @@
-"""Worker processes fed over pipes from the crawl's event loop (``--workers``).
+"""Child processes fed over pipes from the crawl's event loop: the analysis processes
+(``--analysis-processes``, :mod:`skitter.analyse`) and the live index's process.
 
 The crawl loop hands each response to :func:`skitter.analyse.analyse` in another process, so that
 parsing, fingerprinting and WARC compression use the second core while the loop fetches. Each
@@ -16,10 +17,10 @@ about 12 MB. On the benchmark web those threads took about 0.35 ms of CPU a page
 Lifetime: a worker ends when its stdin reaches end of file, which happens when :meth:`close` is
 called and also when the crawl process dies (kill -9 closes its pipe ends): no orphan is left.
 A worker that dies on its own (a crash in a C library on a hostile page) fails only the calls it
-held, with :class:`WorkerDied`; the pool starts a new one. Workers that die before their first
+held, with :class:`ProcessDied`; the pool starts a new one. Workers that die before their first
 message ("ready"), three times in a row, or a replacement that cannot be started at all (out of
-file descriptors or memory), break the pool: every call then fails with :class:`WorkerDied`, the
-message says why, and :attr:`WorkerPool.broken` is set.
+file descriptors or memory), break the pool: every call then fails with :class:`ProcessDied`, the
+message says why, and :attr:`ProcessPool.broken` is set.
 """
 
 from __future__ import annotations
@@ -32,22 +33,22 @@ import pickle
 import sys
 from typing import Any, Callable
 
-from .worker_main import HEAD as _HEAD, READY, frame, grow_pipe as _grow_pipe
+from .procpool_child import HEAD as _HEAD, READY, frame, grow_pipe as _grow_pipe
 
-__all__ = ["WorkerDied", "WorkerPool"]
+__all__ = ["ProcessDied", "ProcessPool"]
 
 log = logging.getLogger(__name__)
 
 _STREAM_LIMIT = 1 << 22              # the reader's buffer; answers are a page's text and records
-_START_FAILURES = 3                  # workers dying before they are ready, in a row: give up
+_START_FAILURES = 3                  # children dying before they are ready, in a row: give up
 _CLOSE_WAIT = 10.0                   # seconds a closing worker may take to answer the calls in its pipe
 
 
-class WorkerDied(Exception):
-    """The worker process running a call ended before answering it."""
+class ProcessDied(Exception):
+    """The child process running a call ended before answering it."""
 
 
-class _Worker:
+class _Child:
     __slots__ = ("proc", "stdout", "stdin", "pending", "reader", "ready", "dead")
 
     def __init__(self, proc: asyncio.subprocess.Process, stdout: asyncio.StreamReader,
@@ -61,24 +62,24 @@ class _Worker:
         self.dead = False
 
 
-class WorkerPool:
+class ProcessPool:
     """``n`` worker processes; ``await pool.submit(fn, *args)`` runs ``fn(*args)`` in one of them
     (the one with the fewest calls in progress). ``fn`` and the arguments must pickle (``fn`` by
-    reference: a module-level function). Use ``async with WorkerPool(n) as pool``."""
+    reference: a module-level function). Use ``async with ProcessPool(n) as pool``."""
 
     def __init__(self, n: int) -> None:
         if n < 1:
             raise ValueError("a worker pool needs at least one worker")
         self.n = n
-        self._workers: list[_Worker] = []
+        self._children: list[_Child] = []
         self._seq = itertools.count()
         self._closing = False
         self._start_failures = 0
         self._broken: str | None = None
         self._changed: asyncio.Event | None = None
-        self.deaths = 0               # workers that died on their own
+        self.deaths = 0               # children that died on their own
 
-    async def __aenter__(self) -> "WorkerPool":
+    async def __aenter__(self) -> "ProcessPool":
         await self.start()
         return self
 
@@ -88,28 +89,28 @@ class WorkerPool:
     async def start(self) -> None:
         self._changed = asyncio.Event()
         for _ in range(self.n):
-            self._workers.append(await self._spawn())
+            self._children.append(await self._spawn())
 
     @property
     def broken(self) -> str | None:
-        """Why the pool gave up starting workers (every call fails), or None."""
+        """Why the pool gave up starting children (every call fails), or None."""
         return self._broken
 
     @property
     def busy(self) -> int:
-        """Calls submitted and not answered yet, over all workers."""
-        return sum(len(w.pending) for w in self._workers)
+        """Calls submitted and not answered yet, over all children."""
+        return sum(len(w.pending) for w in self._children)
 
     @property
     def pids(self) -> list[int]:
-        return [w.proc.pid for w in self._workers if not w.dead]
+        return [w.proc.pid for w in self._children if not w.dead]
 
     def _command(self) -> list[str]:
         # the child starts with the parent's import path, so it runs the same skitter
-        code = f"import sys; sys.path[:] = {sys.path!r}; from skitter.worker_main import main; main()"
+        code = f"import sys; sys.path[:] = {sys.path!r}; from skitter.procpool_child import main; main()"
         return [sys.executable, "-c", code]
 
-    async def _spawn(self) -> _Worker:
+    async def _spawn(self) -> _Child:
         # our own pipes, not the event loop's (libuv makes socket pairs, whose buffers stay small)
         fds: list[int] = []
         proc = None
@@ -138,7 +139,7 @@ class WorkerPool:
                 proc.kill()
                 await proc.wait()
             raise
-        w = _Worker(proc, reader, asyncio.StreamWriter(transport, protocol, None, loop))
+        w = _Child(proc, reader, asyncio.StreamWriter(transport, protocol, None, loop))
         w.reader = asyncio.create_task(self._read(w))
         return w
 
@@ -146,10 +147,10 @@ class WorkerPool:
         payload = pickle.dumps((fn, args), protocol=5)
         while True:
             if self._broken is not None:
-                raise WorkerDied(self._broken)
+                raise ProcessDied(self._broken)
             if self._closing:
                 raise RuntimeError("the worker pool is closed")
-            alive = [w for w in self._workers if not w.dead]
+            alive = [w for w in self._children if not w.dead]
             if alive:
                 break
             self._changed.clear()
@@ -164,11 +165,11 @@ class WorkerPool:
             return await fut
         except (BrokenPipeError, ConnectionResetError) as exc:
             w.dead = True   # before its reader sees the end: a retry must not pick it again
-            raise WorkerDied(f"worker process {w.proc.pid} ended: {exc}") from None
+            raise ProcessDied(f"worker process {w.proc.pid} ended: {exc}") from None
         finally:
             w.pending.pop(seq, None)
 
-    async def _read(self, w: _Worker) -> None:
+    async def _read(self, w: _Child) -> None:
         stream = w.stdout
         try:
             while True:
@@ -197,12 +198,12 @@ class WorkerPool:
             raise
         await self._died(w)
 
-    async def _died(self, w: _Worker) -> None:
+    async def _died(self, w: _Child) -> None:
         w.dead = True
         code = await w.proc.wait()
         for fut in w.pending.values():
             if not fut.done():
-                fut.set_exception(WorkerDied(f"worker process {w.proc.pid} ended (exit status {code})"))
+                fut.set_exception(ProcessDied(f"worker process {w.proc.pid} ended (exit status {code})"))
         if self._closing:
             return
         self.deaths += 1
@@ -212,20 +213,20 @@ class WorkerPool:
         self._start_failures = 0 if w.ready else self._start_failures + 1
         try:
             if self._start_failures >= _START_FAILURES:
-                self._broken = (f"worker processes end as they start (exit status {code}): "
+                self._broken = (f"child processes end as they start (exit status {code}): "
                                 f"try `{sys.executable} -c 'import skitter.analyse'`")
                 return
             try:
                 new = await self._spawn()
             except Exception as exc:   # out of file descriptors, of memory, of processes
-                self._broken = f"cannot start a worker process: {type(exc).__name__}: {exc}"
+                self._broken = f"cannot start a child process: {type(exc).__name__}: {exc}"
                 return
             if self._closing:          # close() ran while it started: it is not in the list it ended
                 new.dead = True
                 new.stdin.close()
                 await asyncio.gather(new.reader, return_exceptions=True)
                 return
-            self._workers[self._workers.index(w)] = new
+            self._children[self._children.index(w)] = new
         finally:
             self._changed.set()
 
@@ -233,16 +234,16 @@ class WorkerPool:
         """End every worker: each answers the calls already in its pipe, then sees end of file
         (killed after 10 s)."""
         self._closing = True
-        for w in self._workers:
+        for w in self._children:
             if not w.stdin.is_closing():
                 w.stdin.close()
-        for w in self._workers:
+        for w in self._children:
             try:
                 await asyncio.wait_for(w.proc.wait(), _CLOSE_WAIT)
             except asyncio.TimeoutError:
                 w.proc.kill()
                 await w.proc.wait()
-        for w in self._workers:
+        for w in self._children:
             if w.reader is not None:
                 await asyncio.gather(w.reader, return_exceptions=True)
         if self._changed is not None:

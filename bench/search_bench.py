@@ -1,11 +1,11 @@
 """Search benchmark: index build rate and query latency per operator, on a crawl of the demo web.
 
-    python -m skitter.search.bench --pages 10000            # crawl a fresh demo web, then measure
-    python -m skitter.search.bench --crawl DIR              # measure on an existing crawl
-    python -m skitter.search.bench --pages 100000 --hosts 32
+    .venv/bin/python bench/search_bench.py --pages 10000    # crawl a fresh demo web, then measure
+    .venv/bin/python bench/search_bench.py --crawl DIR      # measure on an existing crawl
+    .venv/bin/python bench/search_bench.py --pages 100000 --hosts 32
 
 It writes its section of docs/benchmarks.md (between ``<!-- bench:search:start -->`` and
-``<!-- bench:search:end -->``; appended if absent; other sections untouched) unless --no-docs.
+``<!-- bench:search:end -->``, through bench/docsection.py) unless --no-docs.
 
 Measured: ``Indexer.rebuild()`` (read crawl.db, analyse, FTS5 insert, optimize) in pages/s and
 the size of index.db; then, with one warm :class:`Searcher`, ``search(query, limit=10)`` (what
@@ -32,9 +32,12 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..index import analyze
-from ..index.indexer import Indexer, index_path
-from ..store.text import page_text
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import docsection  # noqa: E402
+from skitter.index import analyze  # noqa: E402
+from skitter.index.indexer import Indexer, index_path  # noqa: E402
+from skitter.store.text import page_text  # noqa: E402
 
 START = "<!-- bench:search:start -->"
 END = "<!-- bench:search:end -->"
@@ -45,11 +48,11 @@ OPERATORS = ["word", "bare words", "AND", "OR", "NOT", "XOR", "NEAR/5", "phrase"
 
 def crawl_demo(directory: Path, pages: int, hosts: int, seed: int = 1) -> dict:
     """Serve a demo web of ``pages`` pages and crawl it with `skitter crawl` into ``directory``."""
-    from ..demo.server import DemoServer
-    from ..demo.web import DemoConfig
+    from skitter.demo.server import DemoServer
+    from skitter.demo.web import DemoConfig
 
     t0 = time.perf_counter()
-    from .demo_qrels import write_demo_qrels
+    from skitter.demo.qrels import write_demo_qrels
 
     with DemoServer(DemoConfig(hosts=hosts, pages=pages, seed=seed, crawl_delay=0)) as srv:
         cmd = [sys.executable, "-m", "skitter", "crawl", *srv.web.seeds(), "-o", str(directory), "--quiet",
@@ -64,8 +67,9 @@ def crawl_demo(directory: Path, pages: int, hosts: int, seed: int = 1) -> dict:
 
 def quality(directory: Path) -> dict | None:
     """`skitter eval` figures (means) when the crawl directory has demo queries and qrels."""
-    from .engine import Searcher
-    from .evaluate import evaluate, read_qrels, read_queries
+    from skitter.eval.files import read_qrels, read_queries
+    from skitter.eval.search import evaluate
+    from skitter.search.engine import Searcher
 
     q, r = directory / "queries.tsv", directory / "qrels.txt"
     if not (q.exists() and r.exists()):
@@ -156,9 +160,9 @@ def measure(directory: Path, *, queries: int = 40, seed: int = 1) -> dict:
 def render(fig: dict, command: str, minutes: float) -> str:
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
     lines = [START,
-             "## Search: index build rate and query latency (`python -m skitter.search.bench`)",
+             "## Search: index build rate and query latency (`bench/search_bench.py`)",
              "",
-             f"Written by `src/skitter/search/bench.py` on {now} UTC — `{command}` — in {minutes:.1f} min. "
+             f"Written by `bench/search_bench.py` on {now} UTC — `{command}` — in {minutes:.1f} min. "
              f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, SQLite "
              f"{sqlite3.sqlite_version}; other work may have shared the cores.",
              "",
@@ -181,7 +185,7 @@ def render(fig: dict, command: str, minutes: float) -> str:
     qual = fig.get("quality")
     if qual:
         lines += ["", "Quality on the demo queries and judgments (`skitter eval`, λ = 0.2; "
-                  "`skitter.search.demo_qrels`):", "",
+                  "`skitter.demo.qrels`):", "",
                   "| ranking | precision | recall | P@10 | MAP | nDCG@10 |",
                   "| --- | ---: | ---: | ---: | ---: | ---: |"]
         for name, key in (("every matching page", "mean"), ("`--collapse`", "collapsed")):
@@ -196,24 +200,13 @@ def render(fig: dict, command: str, minutes: float) -> str:
     return "\n".join(lines)
 
 
-def write_section(path: Path, section: str) -> None:
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        a = text.index(START)
-        b = text.index(END) + len(END)
-        text = text[:a] + section + text[b:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(prog="python -m skitter.search.bench", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="bench/search_bench.py", description=__doc__.split("\n")[0])
     ap.add_argument("--pages", type=int, default=10_000, help="pages of the demo web to crawl")
     ap.add_argument("--hosts", type=int, default=16, help="hosts of the demo web")
     ap.add_argument("--crawl", type=Path, default=None, help="measure this crawl directory instead")
     ap.add_argument("--queries", type=int, default=40, help="queries per operator")
-    ap.add_argument("--docs", type=Path, default=Path(__file__).resolve().parents[3] / "docs" / "benchmarks.md")
+    ap.add_argument("--docs", type=Path, default=Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md")
     ap.add_argument("--no-docs", action="store_true", help="print only; leave docs/benchmarks.md alone")
     ap.add_argument("--keep", action="store_true", help="keep the crawl directory made for the run")
     args = ap.parse_args(argv)
@@ -232,11 +225,11 @@ def main(argv: list[str] | None = None) -> dict:
     finally:
         if tmp is not None and not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
-    command = "python -m skitter.search.bench " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python bench/search_bench.py " + " ".join(argv if argv is not None else sys.argv[1:])
     section = render(fig, command.strip(), (time.perf_counter() - t0) / 60)
     print(json.dumps(fig, indent=1))
     if not args.no_docs:
-        write_section(args.docs, section)
+        docsection.write_section(args.docs, section)
         print(f"wrote the search section of {args.docs}", file=sys.stderr)
     return fig
 
