@@ -67,19 +67,16 @@ def crawl(seeds: tuple[str, ...], output: str, resolve: tuple[str, ...], quiet: 
             raise UsageError(f"--resolve wants HOST:IP, got {item!r}")
         pairs.append((host.lower(), ip))
     config = CrawlConfig(**settings, seeds=tuple(seeds), resolve=tuple(pairs)).validate()
-    from .strategies import make_scorer
-
-    make_scorer(config.strategy, config)  # a focused strategy without a topic fails here, before any I/O
     summary = run_crawl(Path(output), config, quiet=quiet)
     if summary.get("interrupted"):
         sys.exit(130)
 
 
 def run_crawl(directory: Path, config: CrawlConfig, *, quiet: bool = False, title: str = "crawling") -> dict:
-    from .loop import Crawler
+    from .api import build_crawler
     from .stats import load_summary, render
 
-    crawler = Crawler(directory, config)
+    crawler = build_crawler(directory, config)
     if quiet:   # rich is not even imported (7 MB of the crawl process's memory)
         _run(crawler.run())
     else:
@@ -91,10 +88,11 @@ def run_crawl(directory: Path, config: CrawlConfig, *, quiet: bool = False, titl
             _run(crawler.run())
     interrupted = crawler.interrupted
     del crawler   # its near-duplicate index and frontier: the summary's reads must not add to them
-    if config.index_interval >= 0:
+    if config.index_interval >= 0 and not interrupted:
         from .index import update_index
 
-        update_index(str(directory), True)  # the index equals a rebuild once the crawl stops
+        # the index equals a rebuild once the crawl ends; after Ctrl-C the next run catches up
+        update_index(str(directory), True)
     summary = load_summary(directory)
     summary["interrupted"] = interrupted
     if not quiet:

@@ -1,8 +1,10 @@
 """Near-duplicate detection with document fingerprints (seed 004: winnowing over K-length substrings).
 
 Pure: no I/O, no event loop, no database. ``main_text`` and ``winnow`` are the CPU part and run
-where the page is parsed (``analyse``, in a worker process); :class:`NearDupIndex` lives in the
-crawl process and persists as ``(doc_id, hash)`` rows the crawl loop writes in its own transaction.
+where the page is parsed (``analyse``, in an analysis process); :class:`NearDupIndex` lives in the
+crawl process and persists as one ``(doc_id, sketch)`` record a page. :class:`DuplicateTests` is
+the crawl's duplicate stage: the content-seen test, then the near-duplicate test, reading and
+writing through the store it is given.
 
 The algorithm (seed 004, after Schleimer, Wilkerson and Aiken's winnowing):
 
@@ -72,10 +74,13 @@ from __future__ import annotations
 import os
 import re
 from collections import defaultdict
-from typing import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Protocol, Sequence
 from urllib.parse import urlsplit
 
 import numpy as np
+
+from .urls import fingerprint
 
 __all__ = [
     "K", "W", "SKETCH", "RESEMBLANCE", "CONTAINMENT", "MIN_SAMPLE", "MAX_DF",
@@ -658,9 +663,6 @@ class NearDupIndex:
     Persistence: :meth:`record_for` gives the record ``(doc_id, sketch)`` (the sketch as
     little-endian uint64 bytes, an SQLite BLOB) to insert with the page, in the crawl's
     transaction, and :meth:`add_records` indexes such records again, oldest first: one row a page.
-    :meth:`rows_for` / :meth:`from_rows` are the older form, one row ``(doc_id, hash)`` per sketch
-    hash (hash as a signed 64-bit integer), which crawl directories written before stop 9 hold;
-    128 rows a page cost the crawl loop more than one BLOB.
     """
 
     def __init__(self, sketch: int = SKETCH, *, resemblance: float = RESEMBLANCE,
@@ -700,11 +702,6 @@ class NearDupIndex:
         for doc_id, blob in records:
             self._add_sketch(int(doc_id), np.frombuffer(blob, dtype="<u8").astype(_U64, copy=False))
 
-    def rows_for(self, doc_id: int, fps: np.ndarray) -> list[tuple[int, int]]:
-        """The rows ``(doc_id, hash)`` that persist ``doc_id``'s entry (hash: signed 64-bit)."""
-        sk = self.sketch_of(fps)
-        return [(int(doc_id), h) for h in _signed(sk).tolist()]
-
     def add(self, doc_id: int, fps: np.ndarray) -> tuple[int, bytes]:
         """Index ``doc_id`` with its fingerprint set (``winnow``'s output) and return the record
         that persists it (:meth:`record_for`). A document with no fingerprints is not indexed."""
@@ -727,35 +724,13 @@ class NearDupIndex:
         gen.add(doc_id, sk)
         self._count += 1
 
-    @classmethod
-    def from_rows(cls, rows: Iterable[tuple[int, int]], **kwargs) -> "NearDupIndex":
-        """An index rebuilt from persisted ``(doc_id, hash)`` rows (any order; the documents are
-        indexed in the order of their first row, so with a ``window`` pass them oldest first)."""
-        index = cls(**kwargs)
-        ids: list[int] = []
-        hs: list[int] = []
-        for d, h in rows:
-            ids.append(d)
-            hs.append(h)
-        if not ids:
-            return index
-        d = np.asarray(ids, dtype=np.int64)
-        h = np.asarray(hs, dtype=np.int64).view(_U64)
-        _, first, inv = np.unique(d, return_index=True, return_inverse=True)
-        rank_of = np.empty(first.size, dtype=np.int64)   # each document's rank by first appearance
-        rank_of[np.argsort(first, kind="stable")] = np.arange(first.size)
-        rank = rank_of[inv.reshape(-1)]
-        order = np.lexsort((h, rank))
-        d, h, rank = d[order], h[order], rank[order]
-        cut = np.flatnonzero(np.diff(rank)) + 1
-        for dd, hh in zip(np.split(d, cut), np.split(h, cut)):
-            index._add_sketch(int(dd[0]), np.unique(hh)[:index.sketch])
-        for gen in index._gens:
-            gen.seal()
-        return index
+    def records(self) -> list[tuple[int, bytes]]:
+        """The records of the documents the index holds, oldest first (what :meth:`add` returned
+        for them, and what :meth:`add_records` takes)."""
+        return [_record(doc_id, sk) for gen in self._gens for doc_id, sk in gen.sketches()]
 
     def to_rows(self) -> list[tuple[int, int]]:
-        """Every persisted row ``(doc_id, hash)`` of the documents the index holds."""
+        """Every ``(doc_id, hash)`` the index holds, hashes as signed 64-bit integers (tests)."""
         out: list[tuple[int, int]] = []
         for gen in self._gens:
             for doc_id, sk in gen.sketches():
@@ -949,3 +924,54 @@ def mirror_hosts(pairs: Iterable[tuple[str, str]], pages_per_host: Mapping[str, 
         if key not in best or (share, hb) > (best[key][2], best[key][1]):
             best[key] = (ha, hb, share)
     return sorted(best.values(), key=lambda x: (-x[2], x[0], x[1]))
+
+
+# -- the crawl's duplicate stage --------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the duplicate tests found for one 2xx response."""
+
+    duplicate_of: str | None = None        # the content-seen test: the URL first seen with this body
+    near_duplicate_of: str | None = None   # the stored page this one is a near-duplicate of
+    follow_links: bool = True
+
+
+class DuplicateStore(Protocol):
+    """What the tests read and write (skitter.store.crawlstore.CrawlStore)."""
+
+    def first_with_content(self, digest: str, url: str) -> str | None: ...
+    def page_url(self, fp: int) -> str | None: ...
+    def link_targets(self, fp: int) -> list[str]: ...
+    def add_sketch(self, record: tuple[int, bytes]) -> None: ...
+
+
+class DuplicateTests:
+    """The content-seen test over the whole crawl (exact body hash, through the store), then the
+    near-duplicate test against the last ``window`` pages (``index``; None: off). ``follow``:
+    "new-links" follows a near-duplicate's links only if it has links its original lacks, "all"
+    always."""
+
+    def __init__(self, store: DuplicateStore, index: "NearDupIndex | None", follow: str = "new-links") -> None:
+        self.store = store
+        self.index = index
+        self.follow = follow
+
+    def test(self, url: str, content_hash: str | None, page, fps: "np.ndarray | None") -> Verdict | None:
+        """The verdict on one response (``analyse``'s content hash, page and fingerprints), or
+        None when there is no body to test (not a 2xx)."""
+        if content_hash is None:
+            return None
+        first = self.store.first_with_content(content_hash, url)
+        if first != url:   # (the same URL fetched again is never its own duplicate)
+            return Verdict(duplicate_of=first, follow_links=False)
+        if page is None or self.index is None or fps is None or not len(fps):
+            return Verdict()
+        near, follow = None, True
+        match = self.index.query(fps)
+        if match:
+            near = self.store.page_url(match[0][0])
+            if near is not None and self.follow == "new-links":
+                follow = links_worth_following(page.links, self.store.link_targets(match[0][0]))
+        self.store.add_sketch(self.index.add(fingerprint(url), fps))
+        return Verdict(near_duplicate_of=near, follow_links=follow)

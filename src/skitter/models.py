@@ -3,6 +3,8 @@
 The data flow (docs/architecture.md) in records:
 
     Candidate ──fetch──▶ FetchResult ──parse──▶ Page (with Links) ──filter/score──▶ Candidate
+        ▲                                                                              │
+        └──────────── frontier.done(candidate, Outcome) ◀──────────────────────────────┘
 """
 
 from __future__ import annotations
@@ -142,3 +144,22 @@ class FetchResult:
         if value is None:
             return None
         return value.split(";", 1)[0].strip().lower() or None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the crawl loop tells the frontier when it is done with a candidate it was handed.
+
+    ``requested``: a request went to the host (False: decided without one, e.g. robots.txt
+    disallows the URL; the host's politeness slot is given back). ``response_time``: the
+    server's time (the adaptive delay). ``retry_after``: the host asked to wait this many seconds
+    (429/503). ``crawl_delay``: robots.txt's Crawl-delay for the host, when it was just read (0:
+    none). ``due``: the URL itself comes back at this time (seconds since the epoch: a retry, a
+    page put back behind its host's robots.txt, a revisit); None: the URL is done.
+    """
+
+    requested: bool = True
+    response_time: float | None = None
+    retry_after: float | None = None
+    crawl_delay: float | None = None
+    due: float | None = None

@@ -1,14 +1,24 @@
 """Test doubles that skitter ships, for its own tests and for users' tests of their plug-ins.
 
-``FakeClock``: a monotonic clock (the frontier's and the politeness clock's ``clock()``) that
-moves only when told, or by a fixed or random amount on every reading (``tick``/``jumps``): a
-clock that advances while code runs is how a stale-reading bug is made to happen every time.
+- ``FakeClock``: a :class:`skitter.clock.Clock` that moves only when told, or by a fixed or random
+  amount on every reading (``tick``/``jumps``): a clock that advances while code runs is how a
+  stale-reading bug is made to happen every time.
+- ``SiteTransport``: an in-memory web for the crawl loop (redirect loops, 429 with Retry-After, an
+  unreachable robots.txt), with ``LoopClock`` and ``run_in_fake_time`` to run a whole crawl in
+  fake time: ``build_crawler(dir, config, transport=site, clock=LoopClock())``.
+- ``temporary_crawl_dir``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
-from typing import Sequence
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from .models import FetchResult
 
 
 class ClockSpin(AssertionError):
@@ -16,11 +26,15 @@ class ClockSpin(AssertionError):
     under test is spinning in a synchronous loop instead of returning or waiting."""
 
 
+EPOCH = 1_700_000_000.0   # what FakeClock.time() says at monotonic 0
+
+
 class FakeClock:
-    """``clock()`` returns the fake time. ``advance(s)`` moves it; ``tick`` moves it by that much
-    on every reading; ``jumps`` (with ``seed``) moves it by a random choice of those amounts on
-    every reading. ``reads`` counts readings since ``reset_reads()``; beyond ``max_reads`` a
-    reading raises :class:`ClockSpin`."""
+    """``monotonic()`` (also ``clock()``) returns the fake time, ``time()`` the same moment as
+    seconds since the epoch. ``advance(s)`` moves it; ``tick`` moves it by that much on every
+    monotonic reading; ``jumps`` (with ``seed``) by a random choice of those amounts. ``reads``
+    counts monotonic readings since ``reset_reads()``; beyond ``max_reads`` a reading raises
+    :class:`ClockSpin`."""
 
     def __init__(self, t: float = 1000.0, *, tick: float = 0.0, jumps: Sequence[float] = (),
                  seed: int = 0, max_reads: int | None = None) -> None:
@@ -40,6 +54,12 @@ class FakeClock:
         self.t += self.tick
         return self.t
 
+    monotonic = __call__
+
+    def time(self) -> float:
+        """The current moment in epoch seconds (not a counted reading; the clock does not move)."""
+        return EPOCH + self.t
+
     def now(self) -> float:
         """The time, without counting as a reading or moving the clock."""
         return self.t
@@ -49,3 +69,109 @@ class FakeClock:
 
     def reset_reads(self) -> None:
         self.reads = 0
+
+
+# -- an in-memory web ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Reply:
+    """One canned response of :class:`SiteTransport`: a status with headers and a body, or a
+    failed request (``error``, e.g. ``"connect: connection refused"``, retryable or not)."""
+
+    status: int | None = 200
+    headers: tuple[tuple[str, str], ...] = (("Content-Type", "text/html; charset=utf-8"),)
+    body: bytes = b""
+    error: str | None = None
+    retryable: bool = False
+    response_time: float = 0.001
+
+
+def html(body: str, *, status: int = 200, headers: tuple[tuple[str, str], ...] = ()) -> Reply:
+    """An HTML page."""
+    return Reply(status, (("Content-Type", "text/html; charset=utf-8"), *headers),
+                 f"<!DOCTYPE html><html><body>{body}</body></html>".encode())
+
+
+@dataclass
+class Request:
+    url: str
+    at: float          # the clock's monotonic time when it was made
+
+
+class SiteTransport:
+    """A :class:`skitter.transport.Transport` serving an in-memory web, in the style of httpx's
+    ``MockTransport``: ``routes`` maps a URL to a :class:`Reply`, a list of replies (one per
+    request, the last one repeated), or a function ``(url, nth request of it) -> Reply``. An
+    unknown URL is a 404; an unknown robots.txt too (RFC 9309: everything allowed). Every
+    request is logged in :attr:`requests` with the clock's time, so a test checks politeness
+    from the server's side."""
+
+    def __init__(self, routes: dict[str, Any], clock: Any) -> None:
+        self.routes = dict(routes)
+        self.clock = clock
+        self.requests: list[Request] = []
+        self._counts: dict[str, int] = {}
+
+    async def get(self, url: str, *, headers: dict[str, str] | None = None) -> FetchResult:
+        n = self._counts.get(url, 0)
+        self._counts[url] = n + 1
+        self.requests.append(Request(url, self.clock.monotonic()))
+        route = self.routes.get(url)
+        if callable(route):
+            reply = route(url, n)
+        elif isinstance(route, list):
+            reply = route[min(n, len(route) - 1)]
+        else:
+            reply = route if route is not None else Reply(404, (("Content-Type", "text/plain"),), b"not found")
+        if reply.error is not None:
+            return FetchResult(url=url, error=reply.error, retryable=reply.retryable, started=self.clock.time())
+        return FetchResult(url=url, status=reply.status, reason="", headers=list(reply.headers), body=reply.body,
+                           raw_body=reply.body, started=self.clock.time(), elapsed=reply.response_time,
+                           response_time=reply.response_time, ip="127.0.0.1")
+
+    async def close(self) -> None:
+        pass
+
+    def hits(self, url: str) -> list[float]:
+        """The times ``url`` was requested."""
+        return [r.at for r in self.requests if r.url == url]
+
+
+class LoopClock:
+    """A :class:`skitter.clock.Clock` on the running event loop's time. With an event loop whose
+    time is fake (``looptime``), waits of seconds or hours pass at once and the crawl's politeness
+    still sees them; ``time()`` is :data:`EPOCH` plus the loop's time."""
+
+    def monotonic(self) -> float:
+        import asyncio
+
+        return asyncio.get_running_loop().time()
+
+    __call__ = monotonic
+
+    def time(self) -> float:
+        return EPOCH + self.monotonic()
+
+
+def run_in_fake_time(main: Any) -> Any:
+    """Run the coroutine ``main`` on an event loop whose time jumps ahead whenever every task
+    waits (``looptime``): a crawl with a 30-second Crawl-delay runs in milliseconds. Use a
+    :class:`LoopClock` for the crawl's clock."""
+    import asyncio
+
+    import looptime
+
+    loop = looptime.new_event_loop(start=0.0, noop_cycles=1)
+    try:
+        asyncio.set_event_loop(loop)
+        return loop.run_until_complete(main)
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+@contextlib.contextmanager
+def temporary_crawl_dir() -> Iterator[Path]:
+    """A crawl directory that is removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="skitter-test-") as d:
+        yield Path(d) / "crawl"

@@ -14,7 +14,7 @@ import pytest
 from hostile import HostileServer
 from sites import stored_records
 from skitter.config import CrawlConfig
-from skitter.loop import Crawler
+from skitter.api import build_crawler
 from skitter.store.db import CrawlDB
 from skitter.store.export import iter_records
 
@@ -35,7 +35,7 @@ def crawl(directory: Path, seeds: list[str], **kw) -> dict[str, dict]:
     config = CrawlConfig(seeds=tuple(seeds), delay=0.0, adaptive_delay=0.0, concurrency=8, per_host=4,
                          total_timeout=2.0, read_timeout=1.0, connect_timeout=1.0, max_body=1 << 20,
                          retries=1, **kw)
-    asyncio.run(Crawler(directory, config).run())
+    asyncio.run(build_crawler(directory, config).run())
     db = CrawlDB(directory, readonly=True)
     try:
         return {r["url"]: r for r in iter_records(db)}, db.get_meta("state")

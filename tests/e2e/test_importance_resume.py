@@ -13,8 +13,9 @@ import pytest
 from skitter.config import CrawlConfig
 from skitter.demo.server import DemoServer
 from skitter.demo.web import DemoConfig
+from skitter.api import build_crawler
 from skitter.loop import Crawler
-from skitter.store.db import CrawlDB
+from skitter.store.crawlstore import CrawlStore
 from skitter.strategies import make_scorer
 
 pytestmark = pytest.mark.slow
@@ -35,7 +36,7 @@ def config(srv, strategy: str, max_pages: int, **settings) -> CrawlConfig:
 
 
 def crawl(directory: Path, cfg: CrawlConfig) -> Crawler:
-    c = Crawler(directory, cfg)
+    c = build_crawler(directory, cfg)
     asyncio.run(c.run())
     return c
 
@@ -64,11 +65,11 @@ def test_restored_state_equals_the_live_state(server, tmp_path, strategy, weight
     live = crawl(tmp_path / "c", cfg).scorer
     assert live.weighted == weighted
     restored = make_scorer(strategy, cfg)
-    db = CrawlDB(tmp_path / "c", readonly=True)
+    store = CrawlStore.open(tmp_path / "c", cfg.to_dict(), software="test")
     try:
-        n = restored.restore(db)
+        n = restored.restore(store.replay_seeds(), store.replay_pages())
     finally:
-        db.conn.close()
+        store.close()
     assert 0 < n <= FIRST
     assert len(live.fetched) == n and state(live)[next(k for k in ("cash", "inlinks") if hasattr(live, k))]
     assert approx(state(restored), state(live))
@@ -83,5 +84,5 @@ def test_a_resumed_crawl_fetches_what_an_uninterrupted_one_does(server, tmp_path
     crawl(parts, config(server, strategy, FIRST))
     assert order(parts) == order(whole)[:FIRST]
     resumed = crawl(parts, config(server, strategy, TOTAL))
-    assert resumed.resumed
+    assert resumed.store.resumed
     assert order(parts) == order(whole)

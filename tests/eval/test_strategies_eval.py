@@ -1,5 +1,5 @@
 """Pinned floors for the crawl strategies on the demo web (served on loopback by DemoServer, crawled
-in-process by skitter.loop.Crawler, scored against the demo web's ground truth).
+in-process by skitter.api.build_crawler's crawl loop, scored against the demo web's ground truth).
 
 The web: 2,000 pages on 4 hosts, 10 topics. A topic crawl gets 20% of the pages as its budget and
 the topic as seed 000 gives it: the topic's name and three exemplary pages (--topic-file). Crawls
@@ -11,29 +11,24 @@ Run as a script to measure the table of docs/strategies.md (every strategy, ever
 
 ``--plot-dir DIR`` also writes, per topic, ``DIR/strategies-TOPIC.png``: every strategy's harvest
 rate, recall and importance curves (``skitter eval-crawl --plot``'s figure) on that topic's crawls.
-
-Until the crawl loop passes the crawl config to make_scorer and calls the scorers' on_page hook,
-``EvalCrawler`` below does both (see ``_Hooked``); once the loop does, the adapter changes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from skitter import loop
+from skitter.api import build_crawler
 from skitter.config import CrawlConfig
 from skitter.demo.server import DemoServer
 from skitter.demo.web import TOPIC_NAMES, DemoConfig, DemoWeb
 from skitter.eval.crawl import Evaluation
 from skitter.eval.files import evaluate_crawl, load_labels
-from skitter.strategies import FOCUSED, IMPORTANCE, make_scorer
-from skitter.strategies.base import ParentContext
+from skitter.strategies import FOCUSED, IMPORTANCE
 from skitter.demo.labels import write_labels
 
 pytestmark = pytest.mark.slow
@@ -43,42 +38,8 @@ BUDGET = 0.2
 TOPIC = "geology"
 EXEMPLARS = 3
 
-LOOP_HAS_HOOK = "on_page" in inspect.getsource(loop.Crawler)
-
-
-class _Hooked:
-    """The scorer as the loop sees it, with on_page applied when each page's relevance is asked
-    (what the lead's loop change does right after it); hides on_page from the loop."""
-
-    def __init__(self, scorer, crawler: loop.Crawler) -> None:
-        self._scorer, self._crawler = scorer, crawler
-        self.name = scorer.name
-
-    def seed_priority(self, url):
-        return self._scorer.seed_priority(url)
-
-    def score(self, link, parent):
-        return self._scorer.score(link, parent)
-
-    def relevance(self, url, page):
-        r = self._scorer.relevance(url, page)
-        hook = getattr(self._scorer, "on_page", None)
-        if hook is not None:
-            parent = ParentContext(url=url, page=page, depth=0, priority=0.0, relevance=r)
-            for u, p in hook(parent, page.links):
-                self._crawler.frontier.reprioritize(u, p)
-        return r
-
-
-class EvalCrawler(loop.Crawler):
-    def _open(self) -> None:
-        super()._open()
-        scorer = make_scorer(self.config.strategy, self.config)
-        self.scorer = scorer if LOOP_HAS_HOOK else _Hooked(scorer, self)
-
-
 def crawl(directory: Path, config: CrawlConfig) -> None:
-    asyncio.run(EvalCrawler(directory, config).run())
+    asyncio.run(build_crawler(directory, config).run())
 
 
 def write_exemplars(web: DemoWeb, topic: str, directory: Path, n: int = EXEMPLARS) -> Path:

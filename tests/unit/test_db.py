@@ -7,7 +7,11 @@ import sqlite3
 import pytest
 
 from skitter.errors import CrawlDirError, UsageError
+from pathlib import Path
+
 from skitter.store.db import DB_NAME, SCHEMA_VERSION, CrawlDB, connect
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def add_url(db: CrawlDB, fp: int, state: int = 0, seq: int | None = None, host: str = "a.test") -> None:
@@ -40,19 +44,58 @@ def test_reopening_keeps_the_data(tmp_path):
     db.close()
 
 
-def test_links_are_indexed_by_source_only_and_an_old_dst_index_is_dropped(tmp_path):
+def test_links_are_indexed_by_source_only(tmp_path):
     """An index on links.dst made most of a crawl's database writes (18 random inserts a page);
-    nothing reads links by dst any more (the search indexer keeps its own anchors table)."""
-    def indexes(db):
-        return {r[0] for r in db.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'"
-                                              " AND tbl_name = 'links'")}
-
+    nothing reads links by dst (the search indexer keeps its own anchors table)."""
     db = CrawlDB(tmp_path)
-    assert indexes(db) == {"links_src"}
-    db.conn.execute("CREATE INDEX links_dst ON links (dst)")   # as earlier versions made it
+    assert {r[0] for r in db.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'"
+                                          " AND tbl_name = 'links'")} == {"links_src"}
     db.close()
-    db = CrawlDB(tmp_path)
-    assert indexes(db) == {"links_src"}
+
+
+def _v1_directory(directory) -> None:
+    """A crawl database of schema 1 with what that version stored in the forms it no longer reads:
+    near-duplicate sketches a row per hash (near_fps) before newer ones a row per page, page text
+    as TEXT next to deflated text, a links_dst index."""
+    import numpy as np
+
+    from skitter.store.text import pack_text
+
+    conn = sqlite3.connect(directory / DB_NAME)
+    conn.executescript((ROOT / "tests" / "data" / "crawl_schema_v1.sql").read_text())
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    conn.execute("INSERT INTO urls (fp, url, host, depth, priority, seq, state) VALUES (1, 'http://a.test/', 'a.test', 0, 0, 1, 0)")
+    conn.execute("INSERT INTO fetches (fp, fetch_order, url, status) VALUES (1, 1, 'http://a.test/', 200)")
+    conn.execute("INSERT INTO pages (fp, url, text) VALUES (1, 'http://a.test/', 'plain old text')")
+    conn.execute("INSERT INTO pages (fp, url, text) VALUES (2, 'http://a.test/2', ?)", (pack_text("packed text"),))
+    conn.executemany("INSERT INTO near_fps VALUES (?, ?)", [(7, -5), (7, 3), (8, 9)])
+    conn.execute("INSERT INTO near_sketches VALUES (9, ?)", (np.array([1, 2], dtype="<u8").tobytes(),))
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+def test_a_schema_1_directory_is_migrated_on_open(tmp_path, readonly):
+    import numpy as np
+
+    from skitter.store.text import page_text
+
+    _v1_directory(tmp_path)
+    db = CrawlDB(tmp_path, readonly=readonly)   # a reader migrates it once too
+    c = db.conn
+    assert db.get_meta("schema_version") == SCHEMA_VERSION == 2
+    cols = {r[1] for r in c.execute("PRAGMA table_info(urls)")}
+    assert "due" in cols and "response_time" in {r[1] for r in c.execute("PRAGMA table_info(fetches)")}
+    indexes = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"urls_ready", "urls_due"} <= indexes and not {"urls_queued", "links_dst"} & indexes
+    assert c.execute("SELECT 1 FROM sqlite_master WHERE name = 'near_fps'").fetchone() is None
+    sketches = [(d, np.frombuffer(b, dtype="<u8").tolist()) for d, b in
+                c.execute("SELECT doc_id, sketch FROM near_sketches ORDER BY rowid")]
+    assert sketches == [(7, [3, 2**64 - 5]), (8, [9]), (9, [1, 2])]   # the old ones first, each sorted
+    texts = dict(c.execute("SELECT fp, text FROM pages"))
+    assert all(isinstance(t, bytes) for t in texts.values())
+    assert page_text(texts[1]) == "plain old text" and page_text(texts[2]) == "packed text"
+    assert c.execute("SELECT url, state, due FROM urls").fetchall() == [("http://a.test/", 0, None)]
     db.close()
 
 

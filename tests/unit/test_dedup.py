@@ -299,27 +299,29 @@ def test_index_ignores_hashes_in_too_many_documents() -> None:
 def test_persistence_round_trip(corpus) -> None:
     texts, fps = corpus
     index = NearDupIndex()
-    rows = []
+    records = []
     doc_ids = [(-1) ** i * (i * 7_919_000_000_000 + 3) for i in range(300)]   # signed 64-bit ids
     for d, f in zip(doc_ids, fps[:300]):
-        r = index.rows_for(d, f)
-        assert len(r) == min(SKETCH, f.size) and all(-2**63 <= h < 2**63 for _, h in r)
-        rows += r
-        index.add(d, f)
-    assert sorted(index.to_rows()) == sorted(rows)
-    # through SQLite, in any order
+        r = index.add(d, f)
+        assert r == index.record_for(d, f) and len(r[1]) == 8 * min(SKETCH, f.size)
+        records.append(r)
+    assert index.records() == records
+    # through SQLite, as the crawl stores them (near_sketches), oldest first
     db = sqlite3.connect(":memory:")
-    db.execute("CREATE TABLE near_fps (doc_id INTEGER NOT NULL, hash INTEGER NOT NULL)")
-    db.executemany("INSERT INTO near_fps VALUES (?, ?)", rows)
-    back = NearDupIndex.from_rows(db.execute("SELECT doc_id, hash FROM near_fps ORDER BY random()"))
-    assert len(back) == len(index) and sorted(back.to_rows()) == sorted(rows)
+    db.execute("CREATE TABLE near_sketches (doc_id INTEGER NOT NULL, sketch BLOB NOT NULL)")
+    db.executemany("INSERT INTO near_sketches VALUES (?, ?)", records)
+    back = NearDupIndex()
+    back.add_records(db.execute("SELECT doc_id, sketch FROM near_sketches ORDER BY rowid"))
+    assert len(back) == len(index) and sorted(back.to_rows()) == sorted(index.to_rows())
     for i in (0, 5, 150, 299):
         q = winnow(texts[i] + " " + words(random.Random(i), 10))
         assert back.query(q) == index.query(q) and back.query(q)[0][0] == doc_ids[i]
     # the rebuilt index keeps growing
     back.add(12345, fps[1000])
     assert back.query(fps[1000])[0][0] == 12345
-    assert NearDupIndex.from_rows([]).query(fps[0]) == []
+    empty = NearDupIndex()
+    empty.add_records([])
+    assert empty.query(fps[0]) == []
     assert 700 < index.nbytes / len(index) < 2000        # bytes per page: ~12·S + 20, plus slack
 
 
@@ -365,48 +367,40 @@ def test_window_bounds_memory_and_keeps_the_newest_pages(corpus) -> None:
         assert index.query(q) == unbounded.query(q) and index.query(q)[0][0] == i
     old = winnow(texts[3] + " " + words(random.Random(3), 10))
     assert unbounded.query(old)[0][0] == 3 and index.query(old) == []    # dropped out of the window
-    # rebuilt from rows oldest first (as the crawl reads them back), the same newest pages are kept
-    rows = unbounded.to_rows()
-    assert [d for d, _ in rows[:SKETCH]] == [0] * SKETCH
-    back = NearDupIndex.from_rows(rows, window=400)
+    # rebuilt from records oldest first (as the crawl reads them back), the same newest pages are kept
+    records = unbounded.records()
+    assert records[0][0] == 0
+    back = NearDupIndex(window=400)
+    back.add_records(records)
     assert {d for d, _ in back.to_rows()} == held
     with pytest.raises(ValueError):
         NearDupIndex(window=2)
 
 
 def test_the_crawl_reloads_its_window_from_the_database(corpus, tmp_path) -> None:
-    """What a resumed crawl reads back (``Crawler._load_neardup``): the newest pages' sketches
-    in a real crawl database, with the window the crawl runs with. The first 700 pages are in the
-    form written before stop 9 (``near_fps``, a row per hash), the last 300 as records
-    (``near_sketches``, a row per page), as in a crawl resumed across that change."""
+    """What a resumed crawl reads back (skitter.api's near-duplicate index): the newest pages'
+    sketches in a real crawl store, with the window the crawl runs with."""
+    from skitter.api import _near_duplicate_index
     from skitter.config import CrawlConfig
-    from skitter.loop import Crawler
-    from skitter.store.db import CrawlDB
+    from skitter.store.crawlstore import CrawlStore
 
     texts, fps = corpus
-    db = CrawlDB(tmp_path)
+    store = CrawlStore.open(tmp_path, {"seeds": ["http://127.0.0.1:1/"]}, software="test")
     live = NearDupIndex(window=400)
-    with db.conn:
-        for i, f in enumerate(fps[:1000]):
-            if i < 700:
-                db.conn.executemany("INSERT INTO near_fps (doc_id, hash) VALUES (?, ?)", live.rows_for(10_000 + i, f))
-                live.add(10_000 + i, f)
-            else:   # as the crawl loop does: the record add() returns
-                record = live.add(10_000 + i, f)
-                assert record == live.record_for(10_000 + i, f)
-                db.conn.execute("INSERT INTO near_sketches (doc_id, sketch) VALUES (?, ?)", record)
-    crawler = Crawler(tmp_path, CrawlConfig(seeds=("http://127.0.0.1:1/",), near_dup_window=400))
-    back = crawler._load_neardup(db)
+    for i, f in enumerate(fps[:1000]):
+        store.add_sketch(live.add(10_000 + i, f))   # as the duplicate tests do
+    store.commit()
+    back = _near_duplicate_index(store, CrawlConfig(near_dup_window=400))
     held = {d for d, _ in back.to_rows()}
     assert 400 <= len(back) <= 500 and held <= {d for d, _ in live.to_rows()}
     assert max(held) == 10_999 and min(held) >= 10_500
     assert sorted(back.to_rows()) == sorted(r for r in live.to_rows() if r[0] in held)   # the same sketches
-    for i in (990, 650):   # a record, an older row
-        q = winnow(texts[i] + " " + words(random.Random(1), 10))
-        assert back.query(q)[0][0] == 10_000 + i
-    everything = Crawler(tmp_path, CrawlConfig(seeds=("http://127.0.0.1:1/",), near_dup_window=0))._load_neardup(db)
+    q = winnow(texts[990] + " " + words(random.Random(1), 10))
+    assert back.query(q)[0][0] == 10_990
+    everything = _near_duplicate_index(store, CrawlConfig(near_dup_window=0))
     assert len(everything) == 1000 and everything.window is None
-    db.close()
+    assert _near_duplicate_index(store, CrawlConfig(near_duplicates="off")) is None
+    store.close()
 
 
 def _brute_force(index: NearDupIndex, a: np.ndarray, r_min: float, c_min: float) -> list[tuple[int, float, float]]:

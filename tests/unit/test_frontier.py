@@ -4,7 +4,7 @@ Every scenario runs inside one ``asyncio.run`` (the frontier's wake event binds 
 that waits on it, as in the crawler, which builds the frontier inside its loop). ``poll`` asks the
 public ``next_ready`` for a candidate and reports BLOCKED when it would wait; waiting on the fake
 clock is ended by advancing the clock (and, for a waiter that is already parked, by setting the
-frontier's wake event, which is what ``add``/``done``/``requeue`` do in the crawler).
+frontier's wake event, which is what ``add``/``done`` do in the crawler).
 """
 
 from __future__ import annotations
@@ -22,24 +22,13 @@ from hypothesis import strategies as st
 
 from skitter.frontier.local import LocalFrontier
 from skitter.frontier.politeness import Politeness
-from skitter.models import Candidate
+from skitter.models import Candidate, Outcome
 from skitter.store.db import CrawlDB
 from skitter.urls import fingerprint, host_key
+from skitter.testing import FakeClock
 
 BLOCKED = object()
 
-
-class FakeClock:
-    """A monotonic clock that moves only when the test says so."""
-
-    def __init__(self, t: float = 1000.0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
 
 
 def make(directory: Path, *, delay: float = 0.0, per_host: int = 1, adaptive: float = 0.0,
@@ -68,8 +57,8 @@ async def poll(frontier: LocalFrontier):
     return BLOCKED
 
 
-async def drain(frontier: LocalFrontier, clock: FakeClock, *, step: float = 0.25, elapsed: float = 0.0,
-                mark_done: bool = False) -> list[Candidate]:
+async def drain(frontier: LocalFrontier, clock: FakeClock, *, step: float = 0.25,
+                elapsed: float = 0.0) -> list[Candidate]:
     """Take everything, calling done() after each; advance the fake clock by ``step`` when blocked."""
     out: list[Candidate] = []
     idle = 0
@@ -84,15 +73,7 @@ async def drain(frontier: LocalFrontier, clock: FakeClock, *, step: float = 0.25
             return out
         idle = 0
         out.append(c)
-        frontier.done(c, elapsed=elapsed)
-        if mark_done:
-            mark_state2(frontier.db, c.url)
-
-
-def mark_state2(db: CrawlDB, url: str) -> None:
-    """What loop.py does when it stores a fetch record."""
-    db.ensure_tx()
-    db.conn.execute("UPDATE urls SET state = 2 WHERE fp = ?", (fingerprint(url),))
+        frontier.finish(c, Outcome(response_time=elapsed))
 
 
 def states(db: CrawlDB) -> Counter:
@@ -103,10 +84,10 @@ def states(db: CrawlDB) -> Counter:
 
 def test_add_admits_each_url_once_and_returns_new_count(tmp_path):
     db, f, _ = make(tmp_path)
-    assert f.add([cand("http://a.test/1"), cand("http://a.test/2"), cand("http://a.test/1")]) == 2
-    assert f.add([cand("http://a.test/1")]) == 0
-    assert f.add([cand("http://a.test/2"), cand("http://b.test/3")]) == 1
-    assert f.add([]) == 0
+    assert len(f.admit([cand("http://a.test/1"), cand("http://a.test/2"), cand("http://a.test/1")])) == 2
+    assert len(f.admit([cand("http://a.test/1")])) == 0
+    assert len(f.admit([cand("http://a.test/2"), cand("http://b.test/3")])) == 1
+    assert len(f.admit([])) == 0
     assert f.queued == 3
     assert db.counts()["seen"] == 3
 
@@ -121,32 +102,32 @@ def test_url_seen_survives_the_window_and_a_new_frontier(tmp_path):
     still seen."""
     db, f, clock = make(tmp_path, window=2)
     urls = [f"http://a.test/{i}" for i in range(10)]
-    assert f.add([cand(u) for u in urls]) == 10
-    asyncio.run(drain(f, clock, mark_done=True))
-    assert f.add([cand(u) for u in urls]) == 0
+    assert len(f.admit([cand(u) for u in urls])) == 10
+    asyncio.run(drain(f, clock))
+    assert len(f.admit([cand(u) for u in urls])) == 0
     db.commit()
     f2 = LocalFrontier(db, Politeness(delay=0, adaptive=0), clock=clock)
-    assert f2.add([cand(u) for u in urls] + [cand("http://a.test/new")]) == 1
+    assert len(f2.admit([cand(u) for u in urls] + [cand("http://a.test/new")])) == 1
 
 
-def test_add_done_passes_the_seen_test_once_and_is_never_handed_out(tmp_path):
+def test_a_decided_url_passes_the_seen_test_once_and_is_never_handed_out(tmp_path):
     db, f, clock = make(tmp_path)
-    assert f.add_done(cand("http://a.test/disallowed")) is True
-    assert f.add_done(cand("http://a.test/disallowed")) is False
-    assert f.add([cand("http://a.test/disallowed"), cand("http://a.test/ok")]) == 1
+    assert len(f.admit([cand("http://a.test/disallowed")], decided=True)) == 1
+    assert f.admit([cand("http://a.test/disallowed")], decided=True) == []
+    assert len(f.admit([cand("http://a.test/disallowed"), cand("http://a.test/ok")])) == 1
     assert f.queued == 1
     out = asyncio.run(drain(f, clock))
     assert [c.url for c in out] == ["http://a.test/ok"]
-    assert states(db)[2] == 1
+    assert states(db)[2] == 2   # the decided one, and the one handed out and done
 
 
 def test_seq_continues_after_reopen(tmp_path):
     """Discovery order (the tie-break) survives a restart: new rows get higher seq than old ones."""
     db, f, _ = make(tmp_path)
-    f.add([cand(f"http://a.test/{i}") for i in range(3)])
+    f.admit([cand(f"http://a.test/{i}") for i in range(3)])
     db.commit()
     f2 = LocalFrontier(db, Politeness(delay=0, adaptive=0), clock=FakeClock())
-    f2.add([cand("http://a.test/new")])
+    f2.admit([cand("http://a.test/new")])
     seqs = dict(db.conn.execute("SELECT url, seq FROM urls").fetchall())
     assert seqs["http://a.test/new"] > max(v for k, v in seqs.items() if k != "http://a.test/new")
 
@@ -198,7 +179,7 @@ async def _exactly_once(f: LocalFrontier, clock: FakeClock, ops, window: int, de
                     fresh.append(c.url)
                     order += 1
                     model[c.url] = (c.priority, order)
-            assert f.add(arg) == len(fresh)
+            assert len(f.admit(arg)) == len(fresh)
             admitted.update(fresh)
         else:
             for _ in range(arg):
@@ -210,9 +191,9 @@ async def _exactly_once(f: LocalFrontier, clock: FakeClock, ops, window: int, de
                     break
                 assert c is not BLOCKED
                 check_and_record(c)
-                f.done(c, elapsed=0.0)
+                f.finish(c, Outcome(response_time=0.0))
         assert f.queued == len(model)
-        # the window is bounded (requeue is not used here, so strictly)
+        # the window is bounded
         assert all(len(h.window) <= window for h in f.hosts.values())
     for c in await drain(f, clock, step=max(delay, 0.25)):
         check_and_record(c)
@@ -226,8 +207,8 @@ async def _exactly_once(f: LocalFrontier, clock: FakeClock, ops, window: int, de
 
 def test_priority_order_within_a_host_ties_in_discovery_order(tmp_path):
     db, f, clock = make(tmp_path)
-    f.add([cand("http://a.test/low", -1), cand("http://a.test/tie1", 2), cand("http://a.test/top", 5)])
-    f.add([cand("http://a.test/tie2", 2), cand("http://a.test/tie3", 2)])
+    f.admit([cand("http://a.test/low", -1), cand("http://a.test/tie1", 2), cand("http://a.test/top", 5)])
+    f.admit([cand("http://a.test/tie2", 2), cand("http://a.test/tie3", 2)])
     out = asyncio.run(drain(f, clock))
     assert [c.url for c in out] == ["http://a.test/top", "http://a.test/tie1", "http://a.test/tie2",
                                     "http://a.test/tie3", "http://a.test/low"]
@@ -235,7 +216,7 @@ def test_priority_order_within_a_host_ties_in_discovery_order(tmp_path):
 
 def test_priority_order_across_hosts_best_head_first(tmp_path):
     db, f, clock = make(tmp_path)
-    f.add([cand("http://a.test/1", 1), cand("http://b.test/5", 5), cand("http://c.test/3", 3)])
+    f.admit([cand("http://a.test/1", 1), cand("http://b.test/5", 5), cand("http://c.test/3", 3)])
 
     async def scenario():
         got = []
@@ -251,9 +232,9 @@ def test_a_better_url_added_to_a_waiting_host_moves_that_host_ahead(tmp_path):
     """The ready hosts are ordered by their *current* best URL, also when it arrived after the host
     was queued as ready."""
     db, f, clock = make(tmp_path)
-    f.add([cand("http://a.test/1", 1)])
-    f.add([cand("http://b.test/5", 5)])
-    f.add([cand("http://a.test/10", 10)])
+    f.admit([cand("http://a.test/1", 1)])
+    f.admit([cand("http://b.test/5", 5)])
+    f.admit([cand("http://a.test/10", 10)])
 
     async def scenario():
         got = [(await poll(f)).url for _ in range(2)]
@@ -265,10 +246,10 @@ def test_a_better_url_added_to_a_waiting_host_moves_that_host_ahead(tmp_path):
 def test_ready_host_order_uses_current_head_no_duplicates(tmp_path):
     """Re-ranking a waiting host must not hand out anything twice or lose anything."""
     db, f, clock = make(tmp_path)
-    f.add([cand("http://a.test/1", 1)])
-    f.add([cand("http://b.test/5", 5)])
+    f.admit([cand("http://a.test/1", 1)])
+    f.admit([cand("http://b.test/5", 5)])
     for p in (6, 7, 8):
-        f.add([cand(f"http://a.test/{p}", p)])
+        f.admit([cand(f"http://a.test/{p}", p)])
     out = asyncio.run(drain(f, clock))
     assert [c.url for c in out] == ["http://a.test/8", "http://a.test/7", "http://a.test/6",
                                     "http://b.test/5", "http://a.test/1"]
@@ -278,7 +259,7 @@ def test_ready_host_order_uses_current_head_no_duplicates(tmp_path):
 
 def test_per_host_1_waits_for_done_and_then_for_the_delay(tmp_path):
     db, f, clock = make(tmp_path, delay=2.0)
-    f.add([cand("http://a.test/1", 2), cand("http://a.test/2", 1), cand("http://b.test/1", 0)])
+    f.admit([cand("http://a.test/1", 2), cand("http://a.test/2", 1), cand("http://b.test/1", 0)])
 
     async def scenario():
         first = await poll(f)
@@ -286,7 +267,7 @@ def test_per_host_1_waits_for_done_and_then_for_the_delay(tmp_path):
         assert (await poll(f)).url == "http://b.test/1"   # another host is not held up
         clock.advance(50)
         assert await poll(f) is BLOCKED        # a.test/1 still in flight: not before done()
-        f.done(first, elapsed=0.0)
+        f.finish(first, Outcome(response_time=0.0))
         assert await poll(f) is BLOCKED        # done, but the delay counts from the end of the response
         clock.advance(1.99)
         assert await poll(f) is BLOCKED
@@ -299,7 +280,7 @@ def test_per_host_1_waits_for_done_and_then_for_the_delay(tmp_path):
 def test_delay_between_request_starts_also_without_waiting_for_done(tmp_path):
     """per_host=2: two in flight are allowed, but their starts are still ``delay`` apart."""
     db, f, clock = make(tmp_path, delay=3.0, per_host=2)
-    f.add([cand(f"http://a.test/{i}", -i) for i in range(3)])
+    f.admit([cand(f"http://a.test/{i}", -i) for i in range(3)])
 
     async def scenario():
         assert (await poll(f)).url == "http://a.test/0"
@@ -314,7 +295,7 @@ def test_delay_between_request_starts_also_without_waiting_for_done(tmp_path):
 
 def test_per_host_2_at_most_two_in_flight(tmp_path):
     db, f, clock = make(tmp_path, delay=0.0, per_host=2)
-    f.add([cand(f"http://a.test/{i}", -i) for i in range(5)] + [cand("http://b.test/x", -10)])
+    f.admit([cand(f"http://a.test/{i}", -i) for i in range(5)] + [cand("http://b.test/x", -10)])
 
     async def scenario():
         a0, a1 = await poll(f), await poll(f)
@@ -323,7 +304,7 @@ def test_per_host_2_at_most_two_in_flight(tmp_path):
         assert b.url == "http://b.test/x"     # a.test is at its limit though it has better URLs
         assert await poll(f) is BLOCKED
         assert f.in_flight == 3 and f.active_hosts == 2
-        f.done(a0, elapsed=0.0)
+        f.finish(a0, Outcome(response_time=0.0))
         assert (await poll(f)).url == "http://a.test/2"
         assert await poll(f) is BLOCKED
     asyncio.run(scenario())
@@ -331,11 +312,11 @@ def test_per_host_2_at_most_two_in_flight(tmp_path):
 
 def test_adaptive_delay_uses_the_last_response_time(tmp_path):
     db, f, clock = make(tmp_path, delay=1.0, adaptive=10.0)
-    f.add([cand("http://a.test/1", 1), cand("http://a.test/2", 0)])
+    f.admit([cand("http://a.test/1", 1), cand("http://a.test/2", 0)])
 
     async def scenario():
         c = await poll(f)
-        f.done(c, elapsed=0.5)               # 10 x 0.5 s = 5 s > delay
+        f.finish(c, Outcome(response_time=0.5))               # 10 x 0.5 s = 5 s > delay
         clock.advance(4.9)
         assert await poll(f) is BLOCKED
         clock.advance(0.1)
@@ -345,53 +326,54 @@ def test_adaptive_delay_uses_the_last_response_time(tmp_path):
 
 def test_crawl_delay_lengthens_the_gap_and_is_capped(tmp_path):
     db, f, clock = make(tmp_path, delay=1.0, max_crawl_delay=60.0)
-    f.add([cand(f"http://a.test/{i}", -i) for i in range(3)])
-    f.set_crawl_delay("http://a.test/robots.txt", 7.0)
+    f.admit([cand(f"http://a.test/{i}", -i) for i in range(3)])
 
     async def scenario():
         c = await poll(f)
-        f.done(c, elapsed=0.0)
+        f.finish(c, Outcome(response_time=0.0, crawl_delay=7.0, due=clock.time()))   # robots.txt read
         clock.advance(6.9)
         assert await poll(f) is BLOCKED
         clock.advance(0.1)
         c = await poll(f)
-        assert c.url == "http://a.test/1"
-        f.set_crawl_delay(c.url, 100_000.0)   # absurd Crawl-delay: capped at max_crawl_delay
-        f.done(c, elapsed=0.0)
+        assert c.url == "http://a.test/0"
+        f.finish(c, Outcome(response_time=0.0, crawl_delay=100_000.0))   # absurd: capped at max_crawl_delay
         clock.advance(59.9)
         assert await poll(f) is BLOCKED
         clock.advance(0.1)
-        assert (await poll(f)).url == "http://a.test/2"
+        assert (await poll(f)).url == "http://a.test/1"
     asyncio.run(scenario())
 
 
-def test_crawl_delay_none_restores_the_plain_delay(tmp_path):
+def test_crawl_delay_zero_restores_the_plain_delay(tmp_path):
+    """robots.txt read again without a Crawl-delay: from the next start on, the plain delay."""
     db, f, clock = make(tmp_path, delay=1.0)
-    f.set_crawl_delay("http://a.test/", 30.0)
-    f.set_crawl_delay("http://a.test/", None)
-    f.add([cand("http://a.test/1", 1), cand("http://a.test/2", 0)])
+    f.admit([cand(f"http://a.test/{i}", -i) for i in range(4)])
 
     async def scenario():
-        f.done(await poll(f), elapsed=0.0)
+        f.finish(await poll(f), Outcome(response_time=0.0, crawl_delay=30.0))
+        clock.advance(30.0)
+        f.finish(await poll(f), Outcome(response_time=0.0, crawl_delay=0.0))   # started under 30 s
+        clock.advance(30.0)
+        f.finish(await poll(f), Outcome(response_time=0.0))
         clock.advance(1.0)
-        assert (await poll(f)).url == "http://a.test/2"
+        assert (await poll(f)).url == "http://a.test/3"
     asyncio.run(scenario())
 
 
 def test_retry_after_in_done_pushes_the_host_back_capped(tmp_path):
     db, f, clock = make(tmp_path, delay=1.0, max_retry_after=600.0)
-    f.add([cand(f"http://a.test/{i}", -i) for i in range(3)] + [cand("http://b.test/x", -5)])
+    f.admit([cand(f"http://a.test/{i}", -i) for i in range(3)] + [cand("http://b.test/x", -5)])
 
     async def scenario():
         c = await poll(f)
-        f.done(c, elapsed=0.0, retry_after=30.0)
+        f.finish(c, Outcome(response_time=0.0, retry_after=30.0))
         assert (await poll(f)).url == "http://b.test/x"   # only a.test waits
         clock.advance(29.9)
         assert await poll(f) is BLOCKED
         clock.advance(0.1)
         c = await poll(f)
         assert c.url == "http://a.test/1"
-        f.done(c, elapsed=0.0, retry_after=1e9)
+        f.finish(c, Outcome(response_time=0.0, retry_after=1e9))
         clock.advance(599.9)
         assert await poll(f) is BLOCKED
         clock.advance(0.1)
@@ -399,51 +381,75 @@ def test_retry_after_in_done_pushes_the_host_back_capped(tmp_path):
     asyncio.run(scenario())
 
 
-def test_requeue_not_before_comes_back_first_and_not_earlier(tmp_path):
+def test_a_due_time_brings_the_url_back_then_and_not_earlier(tmp_path):
+    """A retry: the URL itself is due again in 20 s; its host goes on with other URLs meanwhile."""
     db, f, clock = make(tmp_path, delay=1.0)
-    f.add([cand("http://a.test/1", 5), cand("http://a.test/2", 4)])
+    f.admit([cand("http://a.test/1", 5), cand("http://a.test/2", 4)])
 
     async def scenario():
         c = await poll(f)
         assert c.url == "http://a.test/1"
-        retry = Candidate(url=c.url, priority=c.priority, attempts=c.attempts + 1)
-        f.requeue(retry, not_before=20.0)         # as loop.py does for a retry, then done()
-        f.done(c, elapsed=0.0)
+        f.finish(Candidate(url=c.url, priority=c.priority, attempts=c.attempts + 1),
+                 Outcome(response_time=0.0, due=clock.time() + 20.0))
         assert f.queued == 2
-        clock.advance(19.9)
+        clock.advance(1.0)
+        other = await poll(f)
+        assert other.url == "http://a.test/2"      # the host is not held by the retry
+        f.finish(other, Outcome(response_time=0.0))
+        clock.advance(18.9)
         assert await poll(f) is BLOCKED
         clock.advance(0.1)
         again = await poll(f)
-        assert again.url == "http://a.test/1" and again.attempts == 1   # ahead of its peers
-        f.done(again, elapsed=0.0)
-        clock.advance(1.0)
-        assert (await poll(f)).url == "http://a.test/2"
+        assert again.url == "http://a.test/1" and again.attempts == 1
+        f.finish(again, Outcome(response_time=0.0))
+        assert states(db) == Counter({2: 2})
     asyncio.run(scenario())
 
 
-def test_requeue_without_wait_takes_the_next_slot(tmp_path):
+def test_due_now_takes_the_next_slot(tmp_path):
     """The robots.txt case: the slot went to robots.txt, the page waits for the next slot only."""
     db, f, clock = make(tmp_path, delay=1.0)
-    f.add([cand("http://a.test/1", 5), cand("http://a.test/2", 4)])
+    f.admit([cand("http://a.test/1", 5), cand("http://a.test/2", 4)])
 
     async def scenario():
         c = await poll(f)
-        f.requeue(c)
-        f.done(c, elapsed=0.0)
+        f.finish(c, Outcome(response_time=0.0, due=clock.time()))
         assert await poll(f) is BLOCKED
         clock.advance(1.0)
         assert (await poll(f)).url == "http://a.test/1"
     asyncio.run(scenario())
 
 
+def test_due_times_survive_a_restart(tmp_path):
+    """A URL due in an hour is still due in an hour (epoch time) after the crawl restarts."""
+    db, f, clock = make(tmp_path)
+    f.admit([cand("http://a.test/1")])
+
+    async def first():
+        c = await poll(f)
+        f.finish(c, Outcome(response_time=0.0, due=clock.time() + 3600.0))
+    asyncio.run(first())
+    db.commit()
+    f2 = LocalFrontier(db, Politeness(delay=0.0, adaptive=0.0), clock=clock)
+    assert f2.queued == 1
+
+    async def second():
+        assert await poll(f2) is BLOCKED
+        held, shown = f2.held_hosts()
+        assert held == 1 and 3599 < shown[0][1] <= 3600
+        clock.advance(3600.0)
+        assert (await poll(f2)).url == "http://a.test/1"
+    asyncio.run(second())
+
+
 # -- waiting ------------------------------------------------------------------------------------
 
 def test_a_parked_next_ready_wakes_when_the_clock_reaches_the_host(tmp_path):
     db, f, clock = make(tmp_path, delay=5.0)
-    f.add([cand("http://a.test/1", 1), cand("http://a.test/2", 0)])
+    f.admit([cand("http://a.test/1", 1), cand("http://a.test/2", 0)])
 
     async def scenario():
-        f.done(await f.next_ready(), elapsed=0.0)
+        f.finish(await f.next_ready(), Outcome(response_time=0.0))
         waiter = asyncio.ensure_future(f.next_ready())
         for _ in range(5):
             await asyncio.sleep(0)
@@ -457,7 +463,7 @@ def test_a_parked_next_ready_wakes_when_the_clock_reaches_the_host(tmp_path):
 
 def test_next_ready_waits_while_in_flight_and_wakes_on_add(tmp_path):
     db, f, clock = make(tmp_path)
-    f.add([cand("http://a.test/1")])
+    f.admit([cand("http://a.test/1")])
 
     async def scenario():
         c = await f.next_ready()
@@ -465,18 +471,18 @@ def test_next_ready_waits_while_in_flight_and_wakes_on_add(tmp_path):
         for _ in range(5):
             await asyncio.sleep(0)
         assert not waiter.done()               # one in flight: its page may bring new links
-        f.add([cand("http://b.test/new")])
+        f.admit([cand("http://b.test/new")])
         got = await asyncio.wait_for(waiter, 1.0)
         assert got.url == "http://b.test/new"
-        f.done(c, elapsed=0.0)
-        f.done(got, elapsed=0.0)
+        f.finish(c, Outcome(response_time=0.0))
+        f.finish(got, Outcome(response_time=0.0))
         assert await asyncio.wait_for(f.next_ready(), 1.0) is None
     asyncio.run(scenario())
 
 
 def test_next_ready_returns_none_when_the_last_in_flight_finishes(tmp_path):
     db, f, clock = make(tmp_path)
-    f.add([cand("http://a.test/1")])
+    f.admit([cand("http://a.test/1")])
 
     async def scenario():
         c = await f.next_ready()
@@ -484,7 +490,7 @@ def test_next_ready_returns_none_when_the_last_in_flight_finishes(tmp_path):
         for _ in range(5):
             await asyncio.sleep(0)
         assert not waiter.done()
-        f.done(c, elapsed=0.0)
+        f.finish(c, Outcome(response_time=0.0))
         assert await asyncio.wait_for(waiter, 1.0) is None
     asyncio.run(scenario())
 
@@ -497,11 +503,11 @@ def test_next_ready_none_on_an_empty_frontier(tmp_path):
 
 def test_stop_makes_next_ready_return_none(tmp_path):
     db, f, clock = make(tmp_path, delay=10.0)
-    f.add([cand("http://a.test/1", 1), cand("http://a.test/2", 0), cand("http://b.test/1")])
+    f.admit([cand("http://a.test/1", 1), cand("http://a.test/2", 0), cand("http://b.test/1")])
 
     async def scenario():
-        f.done(await f.next_ready(), elapsed=0.0)
-        f.done(await f.next_ready(), elapsed=0.0)
+        f.finish(await f.next_ready(), Outcome(response_time=0.0))
+        f.finish(await f.next_ready(), Outcome(response_time=0.0))
         waiter = asyncio.ensure_future(f.next_ready())   # parked: a.test waits 10 s
         for _ in range(5):
             await asyncio.sleep(0)
@@ -522,7 +528,7 @@ def test_window_is_bounded_and_everything_comes_out_in_priority_order(tmp_path):
     cands = [cand(f"http://a.test/{i}", float(rng.randint(0, 50))) for i in range(1000)]
     # one by one, as the loop adds them: the window never holds more than 8
     for c in cands:
-        assert f.add([c]) == 1
+        assert len(f.admit([c])) == 1
         assert len(f.hosts["a.test"].window) <= 8
     s = states(db)
     assert s[1] <= 8 and s[0] >= 992 and s[0] + s[1] == 1000
@@ -533,8 +539,7 @@ def test_window_is_bounded_and_everything_comes_out_in_priority_order(tmp_path):
         while (c := await poll(f)) is not None:
             assert c is not BLOCKED
             out.append(c)
-            f.done(c, elapsed=0.0)
-            mark_state2(db, c.url)
+            f.finish(c, Outcome(response_time=0.0))
             assert states(db)[1] <= 8   # in memory: bounded through every refill
         return out
     out = asyncio.run(scenario())
@@ -544,12 +549,12 @@ def test_window_is_bounded_and_everything_comes_out_in_priority_order(tmp_path):
 
 def test_window_newcomer_beats_worst_and_the_worst_goes_to_disk(tmp_path):
     db, f, clock = make(tmp_path, window=4)
-    f.add([cand(f"http://a.test/{i}", float(i)) for i in range(4)])   # fills the window: 0..3
+    f.admit([cand(f"http://a.test/{i}", float(i)) for i in range(4)])   # fills the window: 0..3
     assert states(db) == Counter({1: 4})
-    f.add([cand("http://a.test/low", -1.0)])        # worse than the worst: straight to disk
+    f.admit([cand("http://a.test/low", -1.0)])        # worse than the worst: straight to disk
     row = dict(db.conn.execute("SELECT url, state FROM urls").fetchall())
     assert row["http://a.test/low"] == 0
-    f.add([cand("http://a.test/high", 9.0)])        # beats the worst (0): in memory, 0 back to disk
+    f.admit([cand("http://a.test/high", 9.0)])        # beats the worst (0): in memory, 0 back to disk
     row = dict(db.conn.execute("SELECT url, state FROM urls").fetchall())
     assert row["http://a.test/high"] == 1 and row["http://a.test/0"] == 0
     assert states(db) == Counter({1: 4, 0: 2})
@@ -561,7 +566,7 @@ def test_window_newcomer_beats_worst_and_the_worst_goes_to_disk(tmp_path):
 @pytest.mark.parametrize("window", [1, 2, 3])
 def test_tiny_windows_still_hand_out_everything(tmp_path, window):
     db, f, clock = make(tmp_path, window=window)
-    f.add([cand(f"http://a.test/{i}", -float(i)) for i in range(6)])
+    f.admit([cand(f"http://a.test/{i}", -float(i)) for i in range(6)])
     out = asyncio.run(drain(f, clock))
     assert [c.url for c in out] == [f"http://a.test/{i}" for i in range(6)]
 
@@ -569,15 +574,15 @@ def test_tiny_windows_still_hand_out_everything(tmp_path, window):
 def test_interleaved_adds_keep_priority_order_across_refills(tmp_path):
     """DFS-like: every page adds better links than what is queued; the window stays bounded."""
     db, f, clock = make(tmp_path, window=4)
-    f.add([cand(f"http://a.test/d0/{i}", 0.0) for i in range(10)])
+    f.admit([cand(f"http://a.test/d0/{i}", 0.0) for i in range(10)])
 
     async def scenario():
         order = []
         for depth in range(1, 6):
             c = await poll(f)
             order.append(c.url)
-            f.done(c, elapsed=0.0)
-            f.add([cand(f"http://a.test/d{depth}/{i}", float(depth)) for i in range(3)])
+            f.finish(c, Outcome(response_time=0.0))
+            f.admit([cand(f"http://a.test/d{depth}/{i}", float(depth)) for i in range(3)])
             assert len(f.hosts["a.test"].window) <= 4
         rest = await drain(f, clock)
         return order, rest
@@ -589,74 +594,42 @@ def test_interleaved_adds_keep_priority_order_across_refills(tmp_path):
     assert len(order) + len(rest) == 10 + 5 * 3
 
 
-# -- the gate -----------------------------------------------------------------------------------
+# -- a candidate decided without a request --------------------------------------------------------
 
-def test_gate_false_consumes_the_candidate_without_taking_the_host_slot(tmp_path):
+def test_no_request_gives_the_slot_back_at_once(tmp_path):
+    """robots.txt disallows the URL the frontier handed out: no request, so the host's next URL may
+    start at the same instant though the delay is 10 s."""
     db, f, clock = make(tmp_path, delay=10.0)
-    f.add([cand("http://a.test/blocked", 2), cand("http://a.test/ok", 1)])
-    seen = []
-
-    def gate(c: Candidate) -> bool:
-        seen.append(c.url)
-        return c.url != "http://a.test/blocked"
-    f.gate = gate
+    f.admit([cand("http://a.test/blocked", 2), cand("http://a.test/ok", 1)])
 
     async def scenario():
         c = await poll(f)
-        # the gated one was consumed and the next of the same host went out at the same instant,
-        # though the delay is 10 s: the gated candidate used no politeness slot
-        assert c.url == "http://a.test/ok"
-        assert seen == ["http://a.test/blocked", "http://a.test/ok"]
-        assert f.in_flight == 1 and f.queued == 0
-        f.done(c, elapsed=0.0)
+        assert c.url == "http://a.test/blocked"
+        f.finish(c, Outcome(requested=False))
+        c = await poll(f)
+        assert c.url == "http://a.test/ok" and f.in_flight == 1 and f.queued == 0
+        f.finish(c, Outcome(response_time=0.0))
         clock.advance(100)
-        assert await poll(f) is None   # the gated one never comes back
+        assert await poll(f) is None   # the decided one never comes back
     asyncio.run(scenario())
-    assert seen == ["http://a.test/blocked", "http://a.test/ok"]
+    assert states(db) == Counter({2: 2})
 
 
-def test_gate_false_leaves_the_host_clock_alone(tmp_path):
-    db, f, clock = make(tmp_path, delay=10.0)
-    f.add([cand("http://a.test/1", 1), cand("http://a.test/2", 0)])
-    seen = []
-
-    def gate(c: Candidate) -> bool:
-        seen.append(c.url)
-        return False
-    f.gate = gate
+def test_no_request_after_another_start_keeps_that_starts_time(tmp_path):
+    """per_host=2: a second start happened since; giving back the first slot does not undo it."""
+    db, f, clock = make(tmp_path, delay=10.0, per_host=2)
+    f.admit([cand(f"http://a.test/{i}", -i) for i in range(3)])
     h = f.hosts["a.test"]
-    next_time, active = h.clock.next_time, h.clock.active
 
     async def scenario():
-        return await poll(f)
-    assert asyncio.run(scenario()) is None   # both consumed, nothing in flight: exhausted
-    assert seen == ["http://a.test/1", "http://a.test/2"]
-    assert h.clock.next_time == next_time and h.clock.active == active == 0
-    assert f.in_flight == 0 and f.queued == 0 and f.active_hosts == 0
-
-
-def test_gate_can_requeue_for_later(tmp_path):
-    """What the loop's gate does when robots.txt is unreachable: requeue with a wait, return False."""
-    db, f, clock = make(tmp_path, delay=0.0)
-    f.add([cand("http://a.test/1")])
-    calls = []
-
-    def gate(c: Candidate) -> bool:
-        calls.append(c.attempts)
-        if c.attempts == 0:
-            f.requeue(Candidate(url=c.url, attempts=1), not_before=5.0)
-            return False
-        return True
-    f.gate = gate
-
-    async def scenario():
-        assert await poll(f) is BLOCKED
-        assert f.in_flight == 0 and f.queued == 1
-        clock.advance(5.0)
-        c = await poll(f)
-        assert c.url == "http://a.test/1" and c.attempts == 1
+        first = await poll(f)
+        clock.advance(10.0)
+        second = await poll(f)
+        before = h.clock.next_time
+        f.finish(first, Outcome(requested=False))
+        assert h.clock.next_time == before and h.clock.active == 1
+        f.finish(second, Outcome(response_time=0.0))
     asyncio.run(scenario())
-    assert calls == [0, 1]
 
 
 # -- crash safety -------------------------------------------------------------------------------
@@ -665,25 +638,22 @@ def test_crash_then_release_leases_hands_out_every_not_done_url(tmp_path):
     db, f, clock = make(tmp_path, window=8)
     urls = [f"http://{h}.test/{i}" for h in "abc" for i in range(10)]
     db.begin()
-    assert f.add([cand(u, -float(i)) for i, u in enumerate(urls)]) == 30
+    assert len(f.admit([cand(u, -float(i)) for i, u in enumerate(urls)])) == 30
     db.commit()
 
     async def first_run():
         got = []
-        for _ in range(9):
+        for i in range(9):
             c = await poll(f)
             assert c is not BLOCKED and c is not None
             got.append(c)
-            f.done(c, elapsed=0.0)
+            f.finish(c, Outcome(response_time=0.0))
+            if i == 4:
+                db.commit()             # the batch with 5 fetch records commits; the last 4 never do
         return got
     popped = asyncio.run(first_run())
     done_urls = {c.url for c in popped[:5]}
-    for u in done_urls:
-        mark_state2(db, u)
-    db.commit()                         # the batch with 5 fetch records commits ...
-    for c in popped[5:]:                # ... the last 4 were fetched but their batch never commits
-        mark_state2(db, c.url)
-    f.add([cand("http://a.test/uncommitted")])
+    f.admit([cand("http://a.test/uncommitted")])
     assert db.in_transaction()
     db.conn.close()                     # kill -9: the open transaction is lost
 
@@ -711,10 +681,10 @@ def test_seen_recently_is_a_hint_that_never_claims_an_unseen_url(tmp_path: Path)
     frontier.recent_size = 4                     # the recent sets roll over quickly
     urls = [f"http://a.test/p{i}" for i in range(20)]
     assert not any(frontier.seen_recently(u) for u in urls)
-    frontier.add([cand(u) for u in urls])
+    frontier.admit([cand(u) for u in urls])
     recent = [u for u in urls if frontier.seen_recently(u)]
     assert recent and set(recent) <= set(urls[-8:])   # only the last two sets of 4 are held
-    assert frontier.add([cand(u) for u in recent]) == 0
+    assert len(frontier.admit([cand(u) for u in recent])) == 0
     assert not frontier.seen_recently("http://a.test/never")
     db.close()
 
@@ -734,11 +704,11 @@ def test_a_host_due_between_two_clock_readings_does_not_spin(tmp_path):
     clock = TickingClock(tick=0.001, max_reads=1000)
     db = CrawlDB(tmp_path)
     f = LocalFrontier(db, Politeness(delay=0.0, per_host=2, adaptive=10.0), clock=clock)
-    f.add([cand(f"http://a.test/{i}") for i in range(3)])
+    f.admit([cand(f"http://a.test/{i}") for i in range(3)])
 
     async def scenario():
         first = await f.next_ready()
-        f.done(first, elapsed=0.00015)
+        f.finish(first, Outcome(response_time=0.00015))
         clock.reset_reads()
         second = await asyncio.wait_for(f.next_ready(), 5)
         return first, second, clock.reads
@@ -747,31 +717,4 @@ def test_a_host_due_between_two_clock_readings_does_not_spin(tmp_path):
     assert {first.url, second.url} <= {f"http://a.test/{i}" for i in range(3)}
     assert first.url != second.url
     assert reads < 20
-    db.close()
-
-
-def test_the_gate_consuming_thousands_of_candidates_lets_the_event_loop_run(tmp_path):
-    """A host whose queue is all disallowed by a robots.txt that arrived late: the gate consumes
-    the URLs in batches, and other tasks run between batches (a crawl's commits, progress and
-    signal handling must not wait for 20,000 synchronous refusals)."""
-    db, f, clock = make(tmp_path)
-    f.add([cand(f"http://a.test/{i}") for i in range(2000)] + [cand("http://b.test/ok", priority=-1)])
-    f.gate = lambda c: c.url.startswith("http://b.test/")
-    ticks = 0
-
-    async def ticker():
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
-
-    async def scenario():
-        t = asyncio.ensure_future(ticker())
-        got = await f.next_ready()
-        t.cancel()
-        return got
-
-    got = asyncio.run(scenario())
-    assert got.url == "http://b.test/ok"
-    assert ticks >= 2000 // LocalFrontier.gate_batch - 1
     db.close()

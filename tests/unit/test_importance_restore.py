@@ -1,4 +1,5 @@
-"""``restore(db)`` of the importance scorers rebuilds, from the rows a crawl stores, the state the
+"""``restore(seeds, pages)`` of the importance scorers rebuilds, from what the crawl store replays
+(``CrawlStore.replay_seeds`` / ``replay_pages``), the state the
 live scorer had: random pages, links with attributes, nofollow links and pages, self-links, repeated
 links, pages whose links were not extracted (no ``pages`` row), seeds."""
 
@@ -9,7 +10,7 @@ import random
 import pytest
 
 from skitter.models import Link, Page
-from skitter.store.db import CrawlDB
+from skitter.store.crawlstore import CrawlStore
 from skitter.strategies import ParentContext, make_scorer
 from skitter.urls import fingerprint
 
@@ -39,8 +40,8 @@ def test_restore_replays_the_stored_crawl(tmp_path, name, weighted, seed):
     live = make_scorer(name, _Cfg(weighted))
     for s in seeds:
         live.seed_priority(s)
-    db = CrawlDB(tmp_path)
-    conn = db.conn
+    store = CrawlStore.open(tmp_path, {"seeds": seeds}, software="test")
+    conn = store.db.conn
     for i, s in enumerate(seeds):
         conn.execute("INSERT INTO urls (fp, url, host, depth, parent, priority, seq, state) VALUES (?, ?, ?, 0, NULL, 1, ?, 2)",
                      (fingerprint(s), s, "h", i))
@@ -62,10 +63,10 @@ def test_restore_replays_the_stored_crawl(tmp_path, name, weighted, seed):
              for l in page.links])
     conn.commit()
     restored = make_scorer(name, _Cfg(weighted))
-    assert restored.restore(db) == sum(1 for p in pages if p[2])
+    assert restored.restore(store.replay_seeds(), store.replay_pages()) == sum(1 for p in pages if p[2])
     assert restored.fetched == live.fetched
     attr = "cash" if name == "pagerank" else "inlinks"
     a, b = getattr(restored, attr), getattr(live, attr)
     assert a.keys() == b.keys() and a
     assert all(abs(a[k] - b[k]) < 1e-12 for k in a)
-    db.conn.close()
+    store.close()

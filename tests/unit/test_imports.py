@@ -15,7 +15,7 @@ def imported(code: str, names: list[str]) -> set[str]:
 def test_the_crawl_process_leaves_parsing_libraries_and_rich_to_others() -> None:
     # `skitter crawl --quiet`: the loop, its strategies and the summary; parsing is the analysis processes';
     # fetching is curl's (aiohttp, the demo server's, is 26 MB of imports the crawl never uses)
-    got = imported("import skitter.cli, skitter.loop, skitter.stats, skitter.strategies",
+    got = imported("import skitter.cli, skitter.api, skitter.fetch, skitter.loop, skitter.stats, skitter.strategies",
                    ["selectolax", "resiliparse", "rich", "numpy", "aiohttp", "pycurl"])
     assert got == {"numpy", "pycurl"}
 

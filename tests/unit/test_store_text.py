@@ -84,7 +84,7 @@ def test_only_sharksearch_gets_the_words_around_each_link(tmp_path) -> None:
     """The worker leaves ``Link.context`` empty unless the crawl's strategy reads it
     (``reads_link_context``: SharkSearch's anchor context), as the crawl loop passes it."""
     from skitter.config import CrawlConfig
-    from skitter.loop import Crawler
+    from skitter.api import build_crawler
     from skitter.strategies import STRATEGIES
 
     body = b"<html><body><p>Words before the link <a href='/x'>the anchor</a> and words after it.</p></body></html>"
@@ -99,10 +99,8 @@ def test_only_sharksearch_gets_the_words_around_each_link(tmp_path) -> None:
         assert link.anchor == "the anchor" and (link.context != "") == reads, name
     for name, reads in (("bfs", False), ("shark", True)):   # what the crawl loop asks its workers for
         topic = {"topic": "words"} if name == "shark" else {}
-        crawler = Crawler(tmp_path / name, CrawlConfig(seeds=("http://a.test/",), strategy=name, **topic))
-        crawler._open()
+        crawler = build_crawler(tmp_path / name, CrawlConfig(seeds=("http://a.test/",), strategy=name, **topic))
         try:
-            assert crawler._analyse_opts[-1] is reads
+            assert crawler._analyse_options[-1] is reads
         finally:
-            crawler.warc.close()
-            crawler.db.close()
+            crawler.store.close()

@@ -11,11 +11,12 @@ from hypothesis import strategies as st
 
 from skitter.frontier.local import LocalFrontier
 from skitter.frontier.politeness import Politeness
-from skitter.models import Candidate, Link, Page
+from skitter.models import Outcome, Candidate, Link, Page
 from skitter.store.db import CrawlDB
 from skitter.strategies import STRATEGIES, ParentContext, make_scorer
 from skitter.strategies.bfs import BreadthFirst
 from skitter.strategies.dfs import DepthFirst
+from skitter.testing import FakeClock
 
 
 def parent(depth: int, url: str = "http://a.test/p") -> ParentContext:
@@ -100,29 +101,22 @@ def test_dfs_priority_is_monotone_in_depth(d1, d2):
 
 # -- through the frontier ----------------------------------------------------------------------
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
 
 def crawl_order(directory, name: str, tree: dict[str, list[str]], seed: str) -> list[tuple[str, int]]:
     """Simulate the loop on a link tree: take the best URL, score its links, add them."""
     scorer = make_scorer(name)
     db = CrawlDB(directory)
     f = LocalFrontier(db, Politeness(delay=0.0, adaptive=0.0), window=4, clock=FakeClock())
-    f.add([Candidate(url=seed, depth=0, priority=scorer.seed_priority(seed))])
+    f.admit([Candidate(url=seed, depth=0, priority=scorer.seed_priority(seed))])
 
     async def run():
         order = []
         while (c := await f.next_ready()) is not None:
             order.append((c.url, c.depth))
             ctx = ParentContext(url=c.url, page=Page(), depth=c.depth, priority=c.priority)
-            f.add([Candidate(url=u, depth=c.depth + 1, parent=c.url,
+            f.admit([Candidate(url=u, depth=c.depth + 1, parent=c.url,
                              priority=scorer.score(Link(url=u), ctx)) for u in tree.get(c.url, [])])
-            f.done(c, elapsed=0.0)
+            f.finish(c, Outcome(response_time=0.0))
         return order
     try:
         return asyncio.run(run())

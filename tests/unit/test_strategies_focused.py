@@ -15,7 +15,7 @@ from skitter.config import SETTINGS, CrawlConfig
 from skitter.errors import UsageError
 from skitter.frontier.local import LocalFrontier
 from skitter.frontier.politeness import Politeness
-from skitter.models import Candidate, Link, Page
+from skitter.models import Outcome, Candidate, Link, Page
 from skitter.store.db import CrawlDB
 from skitter.strategies import FOCUSED, IMPORTANCE, STRATEGIES, ParentContext, make_scorer
 from skitter.strategies.cosine import CosineScorer
@@ -23,8 +23,10 @@ from skitter.strategies.importance import BacklinkScorer, OPICScorer
 from skitter.strategies.pdd import PDDScorer
 from skitter.strategies.shark import SharkScorer
 from skitter.strategies.topic import (DROPPED, MAX_BAND, SEED_PRIORITY, Topic, band_of, encode, estimate_of,
-                                      is_dropped, read_exemplars, tokenize, url_words)
+                                      is_dropped, tokenize, url_words)
+from skitter.strategies.exemplars import read_exemplars
 from skitter.strategies.weight import WeightScorer
+from skitter.testing import FakeClock
 
 ROCKS = Topic.from_text("basalt granite volcano")
 
@@ -295,16 +297,12 @@ def test_opic_hands_the_cash_on():
 
 # -- through a real frontier, the way the loop drives the scorer -----------------------------------------------
 
-class FakeClock:
-    def __call__(self) -> float:
-        return 1000.0
-
 
 def simulate(directory, scorer, web: dict[str, Page], seed: str, *, hook: bool = True) -> list[str]:
     """The loop's _content in miniature: relevance, on_page (reprioritize), score each link, add."""
     db = CrawlDB(directory)
     f = LocalFrontier(db, Politeness(delay=0.0, adaptive=0.0), window=4, clock=FakeClock())
-    f.add([Candidate(url=seed, depth=0, priority=scorer.seed_priority(seed))])
+    f.admit([Candidate(url=seed, depth=0, priority=scorer.seed_priority(seed))])
 
     async def run():
         order = []
@@ -315,10 +313,10 @@ def simulate(directory, scorer, web: dict[str, Page], seed: str, *, hook: bool =
             parent = ParentContext(url=c.url, page=page, depth=c.depth, priority=c.priority, relevance=r)
             if hook and hasattr(scorer, "on_page"):
                 for url, p in scorer.on_page(parent, page.links):
-                    f.reprioritize(url, p)
-            f.add([Candidate(url=l.url, depth=c.depth + 1, parent=c.url, priority=scorer.score(l, parent))
+                    f.raise_priority(url, p)
+            f.admit([Candidate(url=l.url, depth=c.depth + 1, parent=c.url, priority=scorer.score(l, parent))
                    for l in page.links])
-            f.done(c, elapsed=0.0)
+            f.finish(c, Outcome(response_time=0.0))
             db.conn.execute("UPDATE urls SET state = 2 WHERE url = ?", (c.url,))
         return order
     try:

@@ -1,56 +1,67 @@
-"""The frontier seam: what the crawl loop needs from any frontier backend.
+"""The frontier seam: what the crawl loop needs from any frontier backend, and nothing more.
 
-The local backend (:mod:`skitter.frontier.local`, SQLite, the embedded default) implements it; a
-Redis backend for distributed crawling plugs into the same loop through the same three calls.
+The local backend (:mod:`skitter.frontier.local`, SQLite, the embedded default) implements it; the
+Redis backend of distributed crawling implements the same protocol, and the same contract tests
+(tests/contract/) run against both. The loop never learns which one it talks to.
+
+A backend owns URL state: which URLs were ever admitted (the URL-seen test), which are queued,
+handed out, done, or due again later. The loop only says what happened to each candidate it was
+handed (:class:`~skitter.models.Outcome`), including when the URL itself should come back (a
+retry, a revisit): a URL has a due time of its own, apart from its host's politeness.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Protocol
+from typing import Protocol, Sequence
 
-from ..models import Candidate
+from ..models import Candidate, Outcome
 
 
 class Frontier(Protocol):
-    def add(self, candidates: Iterable[Candidate]) -> int:
-        """Admit candidates that pass the URL-seen test; returns how many were new."""
+    async def add(self, candidates: Sequence[Candidate], *, decided: bool = False) -> list[Candidate]:
+        """Admit the candidates that pass the URL-seen test, in one round trip; returns those that
+        were new, in order. ``decided``: they were decided without a request (e.g. robots.txt
+        disallows them), so they pass the URL-seen test once and are never handed out."""
 
     async def next_ready(self) -> Candidate | None:
-        """The best candidate whose host may be contacted now (waits for one);
-        None when the crawl has nothing left and nothing in flight."""
+        """The best candidate whose host may be contacted now and whose own due time has come;
+        waits for one. None after :meth:`stop`, or when nothing is queued (ready or due later)
+        and nothing is in flight: the crawl is over."""
 
-    def seen_recently(self, url: str) -> bool:
-        """A cheap, in-memory hint for the loop: True only if ``url`` has certainly passed the
-        URL-seen test already (``add`` would ignore it), so the loop can skip its link filter,
-        robots check and scoring; False says nothing (``add`` decides)."""
-
-    def add_done(self, candidate: Candidate) -> bool:
-        """Admit a URL already decided without a request (URL-seen test only); True if new."""
-
-    gate: Callable[[Candidate], bool] | None
-    """Checked on each candidate before its host's slot is taken; False = consumed without a request."""
-
-    def done(self, candidate: Candidate, *, elapsed: float | None, retry_after: float | None = None) -> None:
-        """The request for ``candidate`` has finished (whatever its outcome): release its host slot
-        and set the host's next allowed time."""
-
-    def requeue(self, candidate: Candidate, *, not_before: float) -> None:
-        """Put a candidate back (a retry, or a wait for robots.txt) without a new URL-seen test."""
-
-    def reprioritize(self, url: str, priority: float) -> None:
-        """Raise a queued URL's priority (importance strategies: new in-links, OPIC cash)."""
+    async def done(self, candidate: Candidate, outcome: Outcome) -> None:
+        """The loop is done with a candidate it was handed: release its host's slot, set the host's
+        next allowed time from the outcome, and mark the URL done, or queue it again for
+        ``outcome.due`` (with the candidate's ``attempts`` and ``redirects`` as given)."""
 
     def stop(self) -> None:
-        """Stop handing out candidates: next_ready returns None from now on."""
+        """Hand out nothing more: :meth:`next_ready` returns None from now on."""
+
+    def seen_recently(self, url: str) -> bool:
+        """A cheap hint: True only if ``url`` has certainly passed the URL-seen test already (so the
+        loop can skip its link filter and scoring); False says nothing."""
 
     @property
     def queued(self) -> int:
-        """URLs waiting (in memory and on disk)."""
+        """URLs waiting: ready now or due later."""
 
     @property
     def in_flight(self) -> int:
-        ...
+        """Candidates handed out and not done yet."""
 
     @property
     def active_hosts(self) -> int:
-        ...
+        """Hosts with a request in flight."""
+
+    def held_hosts(self, limit: int = 3) -> tuple[int, list[tuple[str, float, float]]]:
+        """Hosts with work that wait for their politeness time or their URLs' due times: how many,
+        and the ``limit`` that wait the least as (host, seconds left, Crawl-delay). For the
+        watchdog's report of a stalled crawl."""
+
+
+class Reprioritizing(Protocol):
+    """An optional capability: raise queued URLs' priorities (the importance strategies: new
+    in-links, OPIC cash). The loop uses it only if the backend has it."""
+
+    async def reprioritize(self, changes: Sequence[tuple[str, float]]) -> None:
+        """Raise each queued URL's priority to the given one (never lowers; a URL that is not
+        queued is left alone)."""

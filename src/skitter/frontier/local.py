@@ -2,60 +2,73 @@
 
 Mercator-style: one queue per host (politeness needs it), a heap of hosts that may be contacted
 now ordered by the priority of their best URL, and a timer heap of hosts waiting for their
-politeness clock. The ``urls`` table is both the frontier and the exact URL-seen set (the
-fingerprint is its primary key), so nothing lives only in memory:
+politeness clock or for their URLs' due times. The ``urls`` table is both the frontier and the
+exact URL-seen set (found by fingerprint through a unique index), so nothing lives only in memory:
 
-    state 0  queued on disk          -> refilled into a host's window (state 1) when it runs low
-    state 1  in a window / in flight -> state 2 when the loop stores its fetch record
-    state 2  done
+    state 0, due NULL   queued on disk, ready   -> refilled into its host's window (state 1)
+    state 0, due T      queued on disk, due at T (epoch seconds: a retry, a revisit) -> made
+                        ready (due NULL) when T has come
+    state 1             in a window or in flight -> 2 when done, or 0 with a due time again
+    state 2             done
 
-Rows are written inside the loop's current transaction (``CrawlDB.ensure_tx``); on resume,
+Rows are written inside the store's current transaction (``CrawlDB.ensure_tx``); on resume,
 ``release_leases`` turns every 1 back into 0. Each host window holds at most ``window`` URLs; a
 new URL goes to the window only if it beats the window's worst (which then returns to disk), so
-memory stays bounded whatever the crawl order (DFS included).
+memory stays bounded whatever the crawl order (DFS included). The two partial indexes (ready rows
+by priority, waiting rows by due time) make a host's next URL or next due time one B-tree seek,
+however many URLs wait on disk.
 """
 
 from __future__ import annotations
 
 import asyncio
 import heapq
-import time
 from bisect import insort
-from typing import Callable, Iterable
+from typing import Iterable, Sequence
 
-from ..models import Candidate
+from ..clock import SYSTEM, Clock
+from ..models import Candidate, Outcome
 from ..store.db import CrawlDB
 from ..urls import fingerprint, host_key
 from .politeness import HostClock, Politeness
 
 
+# A URL due within this many seconds is due now: due times are epoch seconds (~1.7e9), converted to
+# and from the monotonic clock, and a robots.txt read puts its URL back "due now" exactly.
+DUE_SLACK = 0.001
+_FIRST = float("inf")   # a window key ahead of every priority: URLs back from a due time
+
+
 class _Host:
-    __slots__ = ("key", "clock", "window", "backlog", "scheduled", "entry", "ready_priority")
+    __slots__ = ("key", "clock", "window", "first", "ready", "waiting", "next_due", "scheduled", "entry",
+                 "ready_priority")
 
     def __init__(self, key: str, policy: Politeness) -> None:
         self.key = key
         self.clock = HostClock(policy)
         # sorted ascending by (priority, -seq): the best candidate is window[-1]
         self.window: list[tuple[float, int, Candidate]] = []
-        self.backlog = 0          # rows of this host queued on disk (state 0)
+        self.first = 0            # of those, URLs back from a due time (window key +inf, see _promote)
+        self.ready = 0            # rows of this host on disk, ready (state 0, due NULL)
+        self.waiting = 0          # rows of this host on disk with a due time (state 0, due T)
+        self.next_due: float | None = None   # the earliest of those due times (epoch seconds)
         self.scheduled = False    # in the ready heap or the timer heap
         self.entry = 0            # tiebreak of its live heap entry; other entries of it are stale
         self.ready_priority: float | None = None  # its key in the ready heap (None: in the timers)
 
+    def has_ready(self) -> bool:
+        return bool(self.window) or self.ready > 0
+
     def has_work(self) -> bool:
-        return bool(self.window) or self.backlog > 0
-
-
-_YIELD = Candidate(url="")   # _pop_ready's "not yet: let the event loop run, then ask again"
+        return bool(self.window) or self.ready > 0 or self.waiting > 0
 
 
 class LocalFrontier:
-    """Implements :class:`skitter.frontier.base.Frontier` on a :class:`CrawlDB`."""
-
-    gate_batch = 256   # candidates the gate may consume in one synchronous pass
+    """Implements :class:`skitter.frontier.base.Frontier` (and ``Reprioritizing``) on a
+    :class:`CrawlDB`."""
 
     def __init__(self, db: CrawlDB, policy: Politeness, *, window: int = 32, memory_cap: int = 50_000,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Clock = SYSTEM) -> None:
         self.db = db
         self.policy = policy
         self.window = window
@@ -64,9 +77,11 @@ class LocalFrontier:
         self.memory_cap = memory_cap
         self._mem = 0
         self.clock = clock
+        mono = clock.monotonic()
+        self._epoch = clock.time() - mono   # monotonic + _epoch = seconds since the epoch
         self.hosts: dict[str, _Host] = {}
         self._ready: list[tuple[float, int, str]] = []   # (-best priority, tiebreak, host)
-        self._timers: list[tuple[float, int, str]] = []  # (next_time, tiebreak, host)
+        self._timers: list[tuple[float, int, str]] = []  # (monotonic time, tiebreak, host)
         self._tick = 0
         # A bounded memory of recently seen fingerprints in front of the database's exact set:
         # most links of a page (navigation) were seen moments ago. Two generations of at most
@@ -75,24 +90,21 @@ class LocalFrontier:
         self._recent: set[int] = set()
         self._recent_old: set[int] = set()
         self._wake = asyncio.Event()
-        # Called on each candidate before its host's slot is taken; False = consumed without a
-        # request (the gate recorded it, or requeued it for later). The crawl loop checks cached
-        # robots.txt rules here.
-        self.gate: Callable[[Candidate], bool] | None = None
         self._stopped = False
-        self._in_flight = 0
+        self._leases: dict[int, int] = {}    # fingerprint in flight -> its HostClock start token
         self._queued = 0
         self.seq = db.counts()["max_seq"]
-        self._load()
+        self._load(mono)
 
     # -- resume ----------------------------------------------------------------------------
-    def _load(self) -> None:
-        for host, n in self.db.conn.execute(
-                "SELECT host, count(*) FROM urls WHERE state = 0 GROUP BY host"):
+    def _load(self, now: float) -> None:
+        for host, ready, waiting, next_due in self.db.conn.execute(
+                "SELECT host, sum(due IS NULL), sum(due IS NOT NULL), min(due) FROM urls WHERE state = 0"
+                " GROUP BY host"):
             h = self._host(host)
-            h.backlog = n
-            self._queued += n
-            self._schedule(h, self.clock())
+            h.ready, h.waiting, h.next_due = ready, waiting, next_due
+            self._queued += ready + waiting
+            self._schedule(h, now)
 
     def _host(self, key: str) -> _Host:
         h = self.hosts.get(key)
@@ -101,19 +113,33 @@ class LocalFrontier:
         return h
 
     # -- the Frontier interface -------------------------------------------------------------
-    def add(self, candidates: Iterable[Candidate]) -> int:
+    async def add(self, candidates: Sequence[Candidate], *, decided: bool = False) -> list[Candidate]:
+        return self.admit(candidates, decided=decided)
+
+    def admit(self, candidates: Iterable[Candidate], *, decided: bool = False) -> list[Candidate]:
+        """:meth:`add` without the coroutine (the work is all synchronous here)."""
         db = self.db
         db.ensure_tx()
         execute = db.conn.execute
-        new = 0
+        new: list[Candidate] = []
+        now = self.clock.monotonic()
         for cand in candidates:
             fp = fingerprint(cand.url)
             if fp in self._recent or fp in self._recent_old:
                 continue  # seen lately: no need to ask the database
             self._remember(fp)
             key = host_key(cand.url)
-            h = self._host(key)
             self.seq += 1
+            if decided:
+                cur = execute(
+                    "INSERT OR IGNORE INTO urls (fp, url, host, depth, parent, priority, seq, state, redirects)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, 2, ?)",
+                    (fp, cand.url, key, cand.depth, cand.parent, cand.priority, self.seq, cand.redirects))
+                if cur.rowcount:
+                    new.append(cand)
+                continue
+            h = self._host(key)
+            had_ready = h.has_ready()
             in_memory = self._fits(h, cand.priority, self.seq)
             cur = execute(
                 "INSERT OR IGNORE INTO urls (fp, url, host, depth, parent, priority, seq, state, redirects)"
@@ -122,7 +148,7 @@ class LocalFrontier:
                  1 if in_memory else 0, cand.redirects))
             if cur.rowcount == 0:
                 continue  # URL-seen test: already admitted once
-            new += 1
+            new.append(cand)
             self._queued += 1
             if in_memory:
                 insort(h.window, (cand.priority, -self.seq, cand))
@@ -132,8 +158,10 @@ class LocalFrontier:
                 if h.scheduled and h.ready_priority is not None and cand.priority > h.ready_priority:
                     h.scheduled = False  # a better head: re-rank the host (its old entry goes stale)
             else:
-                h.backlog += 1
-            self._schedule(h, self.clock())
+                h.ready += 1
+            if not had_ready and h.scheduled and h.ready_priority is None:
+                h.scheduled = False   # its timer waited for a due URL: this one is ready now
+            self._schedule(h, now)
         if new:
             self._wake.set()
         return new
@@ -148,33 +176,51 @@ class LocalFrontier:
             self._recent_old = self._recent
             self._recent = set()
 
-    def add_done(self, candidate: Candidate) -> bool:
-        """Admit a URL as already done (decided without a request, e.g. disallowed by a cached
-        robots.txt): it passes the URL-seen test once and is never handed out."""
-        self.db.ensure_tx()
-        self.seq += 1
-        self._remember(fingerprint(candidate.url))
-        cur = self.db.conn.execute(
-            "INSERT OR IGNORE INTO urls (fp, url, host, depth, parent, priority, seq, state, redirects)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, 2, ?)",
-            (fingerprint(candidate.url), candidate.url, host_key(candidate.url), candidate.depth,
-             candidate.parent, candidate.priority, self.seq, candidate.redirects))
-        return cur.rowcount == 1
-
     def _fits(self, h: _Host, priority: float, seq: int) -> bool:
-        if not h.backlog and len(h.window) < self.window and self._mem < self.memory_cap:
+        if not h.ready and len(h.window) < self.window and self._mem < self.memory_cap:
             return True
         return bool(h.window) and (priority, -seq) > h.window[0][:2]
 
     def _evict(self, h: _Host) -> None:
         """The window is over its size: its worst candidate goes back to disk."""
-        _, _, worst = h.window.pop(0)
+        key, _, worst = h.window.pop(0)
+        if key == _FIRST:
+            h.first -= 1
         self._mem -= 1
         self.db.conn.execute("UPDATE urls SET state = 0 WHERE fp = ?", (fingerprint(worst.url),))
-        h.backlog += 1
+        h.ready += 1
 
-    def _refill(self, h: _Host) -> None:
-        if not h.backlog or len(h.window) >= max(1, self.window // 2):
+    def _promote(self, h: _Host, now: float) -> None:
+        """URLs whose due time has come go into their host's window ahead of its other URLs, in
+        the order they fell due: a URL put back (a retry, robots.txt read in its slot, a revisit)
+        comes back first, as if it had never left (the window holds it under priority +inf; its
+        row keeps its own). At most a window of them at a time; the rest stay due on disk."""
+        horizon = now + self._epoch + DUE_SLACK
+        room = self.window - h.first
+        if h.next_due is None or h.next_due > horizon or room <= 0:
+            return
+        self.db.ensure_tx()
+        conn = self.db.conn
+        rows = conn.execute(
+            "SELECT fp, url, depth, parent, priority, seq, redirects, attempts FROM urls"
+            " WHERE host = ? AND state = 0 AND due IS NOT NULL AND due <= ? ORDER BY due, seq LIMIT ?",
+            (h.key, horizon, room)).fetchall()
+        conn.executemany("UPDATE urls SET due = NULL, state = 1 WHERE fp = ?", [(r[0],) for r in rows])
+        for fp, url, depth, parent, priority, seq, redirects, attempts in rows:
+            self._tick += 1
+            insort(h.window, (_FIRST, -self._tick, Candidate(url=url, depth=depth, parent=parent, priority=priority,
+                                                             redirects=redirects, attempts=attempts)))
+            h.first += 1
+            self._mem += 1
+            if len(h.window) > self.window or self._mem > self.memory_cap:
+                self._evict(h)
+        h.waiting = max(0, h.waiting - len(rows))
+        h.next_due = conn.execute("SELECT min(due) FROM urls WHERE host = ? AND state = 0 AND due IS NOT NULL",
+                                  (h.key,)).fetchone()[0] if h.waiting else None
+
+    def _refill(self, h: _Host, now: float) -> None:
+        self._promote(h, now)
+        if not h.ready or len(h.window) >= max(1, self.window // 2):
             return
         room = min(self.window - len(h.window), self.memory_cap - self._mem)
         if room <= 0:
@@ -184,13 +230,13 @@ class LocalFrontier:
         self.db.ensure_tx()
         rows = self.db.conn.execute(
             "SELECT fp, url, depth, parent, priority, seq, redirects, attempts FROM urls"
-            " WHERE host = ? AND state = 0 ORDER BY priority DESC, seq LIMIT ?",
+            " WHERE host = ? AND state = 0 AND due IS NULL ORDER BY priority DESC, seq LIMIT ?",
             (h.key, room)).fetchall()
         if not rows:
-            h.backlog = 0
+            h.ready = 0
             return
         self.db.conn.executemany("UPDATE urls SET state = 1 WHERE fp = ?", [(r[0],) for r in rows])
-        h.backlog = max(0, h.backlog - len(rows))
+        h.ready = max(0, h.ready - len(rows))
         for fp, url, depth, parent, priority, seq, redirects, attempts in rows:
             cand = Candidate(url=url, depth=depth, parent=parent, priority=priority,
                              redirects=redirects, attempts=attempts)
@@ -199,19 +245,26 @@ class LocalFrontier:
 
     def _schedule(self, h: _Host, now: float) -> None:
         """Put a host with work and a free slot in the ready heap (it may start at ``now``) or the
-        timer heap (it may not). Every decision of one ``_pop_ready`` pass uses the same ``now``
-        as its ``can_start`` test: with a fresher clock here, a host whose next time fell between
-        the two readings went back to the ready heap, was refused again, and so on forever."""
+        timer heap (at its politeness time, or at its next due URL's time when it has nothing
+        ready). Every decision of one ``_pop_ready`` pass uses the same ``now`` as its
+        ``can_start`` test: with a fresher clock here, a host whose next time fell between the
+        two readings went back to the ready heap, was refused again, and so on forever."""
         if h.scheduled or self._stopped or h.clock.active >= self.policy.per_host or not h.has_work():
             return
+        start = h.clock.next_time
+        if not h.has_ready():   # has_work: something waits for its due time
+            start = max(start, h.next_due - self._epoch - DUE_SLACK)
+        if start <= now:
+            self._refill(h, now)
+            if not h.window:
+                if not h.waiting:
+                    return
+                start = max(h.clock.next_time, h.next_due - self._epoch - DUE_SLACK, now + 1e-6)
         self._tick += 1
-        if h.clock.next_time > now:
-            heapq.heappush(self._timers, (h.clock.next_time, self._tick, h.key))
+        if start > now:
+            heapq.heappush(self._timers, (start, self._tick, h.key))
             h.ready_priority = None
         else:
-            self._refill(h)
-            if not h.window:
-                return
             h.ready_priority = h.window[-1][0]
             heapq.heappush(self._ready, (-h.ready_priority, self._tick, h.key))
         h.entry = self._tick
@@ -221,9 +274,8 @@ class LocalFrontier:
         """The best candidate that may start now, or None. One clock reading decides everything in
         the pass, so it ends: a host refused here has its next time after ``now`` and goes to the
         timer heap, and a due timer re-schedules its host at most once (its new entry, if any, is
-        also after ``now`` or in the ready heap). Only the gate's consumptions repeat a host, each
-        taking one of its candidates, and they are capped per pass (``gate_batch``)."""
-        now = self.clock()
+        also after ``now`` or in the ready heap)."""
+        now = self.clock.monotonic()
         while self._timers and self._timers[0][0] <= now:
             _, tick, key = heapq.heappop(self._timers)
             h = self.hosts[key]
@@ -231,7 +283,6 @@ class LocalFrontier:
                 continue  # stale: the host was re-ranked
             h.scheduled = False
             self._schedule(h, now)
-        gated = 0
         while self._ready:
             _, tick, key = heapq.heappop(self._ready)
             h = self.hosts[key]
@@ -241,21 +292,16 @@ class LocalFrontier:
             if not h.clock.can_start(now):
                 self._schedule(h, now)
                 continue
-            self._refill(h)
+            self._refill(h, now)
             if not h.window:
+                self._schedule(h, now)
                 continue
-            _, _, cand = h.window.pop()
+            key, _, cand = h.window.pop()
+            if key == _FIRST:
+                h.first -= 1
             self._mem -= 1
             self._queued -= 1
-            if self.gate is not None and not self.gate(cand):
-                # Decided without a request (e.g. robots.txt disallows it): no politeness slot used.
-                self._schedule(h, now)
-                gated += 1
-                if gated >= self.gate_batch:
-                    return _YIELD   # thousands of disallowed URLs: let the event loop run between batches
-                continue
-            self._in_flight += 1
-            h.clock.started(now)
+            self._leases[fingerprint(cand.url)] = h.clock.started(now)
             self._schedule(h, now)
             return cand
         return None
@@ -263,49 +309,61 @@ class LocalFrontier:
     async def next_ready(self) -> Candidate | None:
         while not self._stopped:
             cand = self._pop_ready()
-            if cand is _YIELD:
-                await asyncio.sleep(0)
-                continue
             if cand is not None:
                 return cand
-            if not self._timers and not self._ready and self._in_flight == 0:
+            if not self._timers and not self._ready and not self._leases:
                 # Nothing waits and nothing can bring new work: the crawl is exhausted.
                 self._wake.set()
                 return None
             self._wake.clear()
             timeout = None
             if self._timers:
-                timeout = max(0.0, self._timers[0][0] - self.clock())
+                timeout = max(0.0, self._timers[0][0] - self.clock.monotonic())
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout)
             except asyncio.TimeoutError:
                 pass
         return None
 
-    def done(self, candidate: Candidate, *, elapsed: float | None, retry_after: float | None = None) -> None:
+    async def done(self, candidate: Candidate, outcome: Outcome) -> None:
+        self.finish(candidate, outcome)
+
+    def finish(self, candidate: Candidate, outcome: Outcome) -> None:
+        """:meth:`done` without the coroutine."""
         h = self.hosts[host_key(candidate.url)]
-        now = self.clock()
-        h.clock.finished(now, elapsed)
-        if retry_after:
-            h.clock.back_off(now, retry_after)
-        self._in_flight -= 1
+        now = self.clock.monotonic()
+        fp = fingerprint(candidate.url)
+        token = self._leases.pop(fp, None)
+        if outcome.crawl_delay is not None:   # first: the next gap is the new one
+            h.clock.crawl_delay = outcome.crawl_delay
+        if outcome.requested:
+            h.clock.finished(now, outcome.response_time)
+        else:
+            h.clock.cancelled(-1 if token is None else token)
+            if h.scheduled and h.ready_priority is None:
+                h.scheduled = False   # its time may have gone back: re-time its timer
+        if outcome.retry_after:
+            h.clock.back_off(now, outcome.retry_after)
+        self.db.ensure_tx()
+        if outcome.due is None:
+            self.db.conn.execute("UPDATE urls SET state = 2 WHERE fp = ?", (fp,))
+        else:
+            self.db.conn.execute("UPDATE urls SET state = 0, due = ?, attempts = ?, redirects = ? WHERE fp = ?",
+                                 (outcome.due, candidate.attempts, candidate.redirects, fp))
+            h.waiting += 1
+            self._queued += 1
+            if h.next_due is None or outcome.due < h.next_due:
+                h.next_due = outcome.due
+            if h.scheduled and h.ready_priority is None:
+                h.scheduled = False   # its timer may be later than this URL's due time: re-time it
         self._schedule(h, now)
         self._wake.set()
 
-    def requeue(self, candidate: Candidate, *, not_before: float = 0.0) -> None:
-        """Back into its host's window (it is still leased on disk), ahead of its peers."""
-        h = self.hosts[host_key(candidate.url)]
-        self._tick += 1
-        insort(h.window, (float("inf"), -self._tick, candidate))  # FIFO among requeued ones
-        self._mem += 1
-        self._queued += 1
-        now = self.clock()
-        if not_before:
-            h.clock.back_off(now, not_before)
-        self._schedule(h, now)
-        self._wake.set()
+    async def reprioritize(self, changes: Sequence[tuple[str, float]]) -> None:
+        for url, priority in changes:
+            self.raise_priority(url, priority)
 
-    def reprioritize(self, url: str, priority: float) -> None:
+    def raise_priority(self, url: str, priority: float) -> None:
         """Raise the priority of a queued URL (in its host's window or on disk) to ``priority``.
 
         Never lowers a priority; a URL that is not queued (unknown, in flight, done) is left alone.
@@ -319,8 +377,8 @@ class LocalFrontier:
             return
         for i, (prio, neg_seq, cand) in enumerate(h.window):
             if cand.url == url:
-                if priority <= prio or prio == float("inf"):
-                    return  # not higher, or a requeued candidate (it goes first anyway)
+                if priority <= prio:
+                    return
                 del h.window[i]
                 self.db.ensure_tx()
                 self.db.conn.execute("UPDATE urls SET priority = ? WHERE fp = ?", (priority, fingerprint(url)))
@@ -329,15 +387,15 @@ class LocalFrontier:
                 return
         self.db.ensure_tx()
         fp = fingerprint(url)
-        row = self.db.conn.execute("SELECT state, priority, seq FROM urls WHERE fp = ?", (fp,)).fetchone()
+        row = self.db.conn.execute("SELECT state, priority, seq, due FROM urls WHERE fp = ?", (fp,)).fetchone()
         if row is None or row[0] != 0 or priority <= row[1]:
             return  # unknown, leased (in flight: not in the window) or done; or not higher
         seq = row[2]
-        if self._fits(h, priority, seq) and h.window:
+        if row[3] is None and self._fits(h, priority, seq) and h.window:
             row = self.db.conn.execute(
                 "SELECT url, depth, parent, redirects, attempts FROM urls WHERE fp = ?", (fp,)).fetchone()
             self.db.conn.execute("UPDATE urls SET priority = ?, state = 1 WHERE fp = ?", (priority, fp))
-            h.backlog = max(0, h.backlog - 1)
+            h.ready = max(0, h.ready - 1)
             cand = Candidate(url=row[0], depth=row[1], parent=row[2], priority=priority,
                              redirects=row[3], attempts=row[4])
             insort(h.window, (priority, -seq, cand))
@@ -351,20 +409,14 @@ class LocalFrontier:
         """A candidate of ``h`` got better: re-rank the host if it now has a better head."""
         if h.scheduled and h.ready_priority is not None and priority > h.ready_priority:
             h.scheduled = False  # its old ready-heap entry goes stale
-        self._schedule(h, self.clock())
+        self._schedule(h, self.clock.monotonic())
         self._wake.set()
 
     def held_hosts(self, limit: int = 3) -> tuple[int, list[tuple[str, float, float]]]:
-        """Hosts with work that wait for their politeness time: how many, and the ``limit`` that
-        wait the least as (host, seconds left, Crawl-delay). For the watchdog's report."""
-        now = self.clock()
-        held = sorted((h.clock.next_time - now, key, h.clock.crawl_delay)
-                      for _, tick, key in self._timers
-                      if (h := self.hosts[key]).entry == tick and h.scheduled and h.ready_priority is None)
+        now = self.clock.monotonic()
+        held = sorted((when - now, key, self.hosts[key].clock.crawl_delay)
+                      for when, tick, key in self._timers if self.hosts[key].entry == tick)
         return len(held), [(key, wait, cd) for wait, key, cd in held[:limit]]
-
-    def set_crawl_delay(self, url: str, seconds: float | None) -> None:
-        self._host(host_key(url)).clock.crawl_delay = seconds or 0.0
 
     def stop(self) -> None:
         self._stopped = True
@@ -376,7 +428,7 @@ class LocalFrontier:
 
     @property
     def in_flight(self) -> int:
-        return self._in_flight
+        return len(self._leases)
 
     @property
     def active_hosts(self) -> int:

@@ -26,7 +26,7 @@ class Politeness:
 class HostClock:
     """The politeness clock of one host."""
 
-    __slots__ = ("policy", "crawl_delay", "last_elapsed", "next_time", "active")
+    __slots__ = ("policy", "crawl_delay", "last_elapsed", "next_time", "active", "starts", "before")
 
     def __init__(self, policy: Politeness) -> None:
         self.policy = policy
@@ -34,6 +34,8 @@ class HostClock:
         self.last_elapsed = 0.0
         self.next_time = 0.0
         self.active = 0
+        self.starts = 0            # requests started, the token of the latest one
+        self.before = 0.0          # next_time before the latest start (see cancelled)
 
     def gap(self) -> float:
         p = self.policy
@@ -42,9 +44,20 @@ class HostClock:
     def can_start(self, now: float) -> bool:
         return self.active < self.policy.per_host and now >= self.next_time
 
-    def started(self, now: float) -> None:
+    def started(self, now: float) -> int:
+        """A request starts now; returns its token (for :meth:`cancelled`)."""
         self.active += 1
+        self.starts += 1
+        self.before = self.next_time
         self.next_time = max(self.next_time, now + self.gap())
+        return self.starts
+
+    def cancelled(self, token: int) -> None:
+        """A start that sent no request after all (robots.txt disallows the URL): its slot is
+        free again and, if no other request started since, the host's time is what it was."""
+        self.active -= 1
+        if token == self.starts:
+            self.next_time = self.before
 
     def finished(self, now: float, elapsed: float | None) -> None:
         self.active -= 1

@@ -4,24 +4,22 @@ Tables (schema version in ``meta``):
 
 - ``meta``      key/value: schema version, the crawl's config (JSON), state, the WARC commit point.
 - ``urls``      the frontier AND the URL-seen set: one row per canonical URL ever admitted, found by
-                its 64-bit fingerprint ``fp``. ``state``: 0 queued (on disk), 1 leased (in the
-                in-memory host queues or in flight), 2 done. A crash leaves leased rows behind;
-                ``open`` turns them back to queued, so nothing is forgotten.
+                its 64-bit fingerprint ``fp``. ``state``: 0 queued (on disk; ``due``: NULL ready,
+                else the epoch time it is due again), 1 leased (in the in-memory host queues or in
+                flight), 2 done. A crash leaves leased rows behind; ``open`` turns them back to
+                queued, so nothing is forgotten.
 - ``fetches``   one row per URL the crawler tried: the export record (DESIGN.md) plus where its
                 WARC records are.
 - ``pages``     the parsed text fields of HTML pages (for the index and the focused strategies);
-                ``text`` is deflated (:mod:`skitter.store.text`; TEXT in older crawl directories).
+                ``text`` is deflated (:mod:`skitter.store.text`).
 
 Row order: ``urls``, ``fetches`` and ``pages`` keep their rows in the order they were written
-(``id``) and find them by ``fp`` through a unique index. Keyed by ``fp`` itself, as in crawl
-directories made before stop 14 (which keep that layout; every statement here works on both),
-each new row went into a random leaf of a table with long rows: a page's ~10 KB of text, a URL's
-or a fetch's few hundred bytes. With a 2 MB page cache SQLite read those leaves back from the OS,
-split and rebalanced them, and wrote each one to the WAL at every commit that touched it; the
-index entries are 20 bytes, so their leaves are few and stay in the cache. On the 20,000-page
-benchmark crawl the crawl process made 794k write and 497k read syscalls with every table keyed
-by fp, 644k and 374k with ``pages`` in order, 478k and 288k with all three (docs/benchmarks.md).
-The rest of the tables:
+(``id``) and find them by ``fp`` through a unique index. Keyed by ``fp`` itself, each new row
+would go into a random leaf of a table with long rows (a page's ~10 KB of text, a URL's or a
+fetch's few hundred bytes), which SQLite reads back, splits and writes to the WAL at every commit
+that touches it; the index entries are 20 bytes, so their leaves are few and stay in the cache
+(docs/benchmarks.md: 40 % fewer syscalls on the benchmark crawl). Crawl directories keyed by fp
+(older versions) keep that layout: every statement here works on both. The rest of the tables:
 
 - ``links``     the link graph with anchor text and the link attributes of seed 004; indexed by
                 ``src`` only: an index on ``dst`` cost 18 random B-tree inserts a page, a fifth of the
@@ -29,9 +27,10 @@ The rest of the tables:
 - ``contents``  the content-seen test: content hash -> first URL with that body.
 - ``near_sketches`` the near-duplicate index's sketches (seed 004 winnowing; skitter.dedup): one
                 row (page fingerprint, sketch as a BLOB) a page, rebuilt into memory on open.
-- ``near_fps``  the same in the form written before stop 9: one row (page fingerprint, sketch
-                hash) per hash; still read on open.
 - ``robots``    robots.txt fetches per origin (status, sitemaps) for stats.
+
+Schema versions: a directory of an older schema is migrated the first time any command opens it
+(:data:`MIGRATIONS`, each step in one transaction); one of a newer schema is refused.
 
 Durability: WAL with synchronous=NORMAL survives kill -9 (only an OS crash could lose the last
 commits). The crawl loop commits in small batches (see loop.py); the WARC file is flushed before the
@@ -50,7 +49,7 @@ from typing import Any, Iterator
 
 from ..errors import CrawlDirError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "crawl.db"
 
 SCHEMA = """
@@ -66,9 +65,11 @@ CREATE TABLE IF NOT EXISTS urls (
     seq INTEGER NOT NULL,
     state INTEGER NOT NULL DEFAULT 0,
     redirects INTEGER NOT NULL DEFAULT 0,
-    attempts INTEGER NOT NULL DEFAULT 0
+    attempts INTEGER NOT NULL DEFAULT 0,
+    due REAL
 );
-CREATE INDEX IF NOT EXISTS urls_queued ON urls (host, priority DESC, seq) WHERE state = 0;
+CREATE INDEX IF NOT EXISTS urls_ready ON urls (host, priority DESC, seq) WHERE state = 0 AND due IS NULL;
+CREATE INDEX IF NOT EXISTS urls_due ON urls (host, due) WHERE state = 0 AND due IS NOT NULL;
 CREATE TABLE IF NOT EXISTS fetches (
     id INTEGER PRIMARY KEY,
     fp INTEGER NOT NULL UNIQUE,
@@ -96,6 +97,7 @@ CREATE TABLE IF NOT EXISTS fetches (
     noindex INTEGER NOT NULL DEFAULT 0,
     nofollow INTEGER NOT NULL DEFAULT 0,
     elapsed REAL,
+    response_time REAL,
     ip TEXT,
     warc_file TEXT,
     warc_offset INTEGER,
@@ -119,7 +121,6 @@ CREATE TABLE IF NOT EXISTS links (
 );
 CREATE INDEX IF NOT EXISTS links_src ON links (src);
 CREATE TABLE IF NOT EXISTS contents (hash TEXT PRIMARY KEY, url TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS near_fps (doc_id INTEGER NOT NULL, hash INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS near_sketches (doc_id INTEGER NOT NULL, sketch BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS robots (
     origin TEXT PRIMARY KEY, fetched_at TEXT, outcome TEXT, crawl_delay REAL, sitemaps TEXT
@@ -132,7 +133,7 @@ EXPORT_FIELDS = (
     "content_type", "content_length", "content_hash", "duplicate_of", "near_duplicate_of",
     "title", "outlinks", "score", "pagerank",
 )
-EXTRA_FIELDS = ("host", "canonical", "noindex", "nofollow", "elapsed", "ip")
+EXTRA_FIELDS = ("host", "canonical", "noindex", "nofollow", "elapsed", "response_time", "ip")
 
 
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
@@ -164,21 +165,48 @@ class CrawlDB:
             raise CrawlDirError(f"{self.directory} is not a crawl directory (no {DB_NAME})")
         self.conn = connect(self.path, readonly=readonly)
         try:
+            version = self._version()
+            if readonly and isinstance(version, int) and version < SCHEMA_VERSION:
+                # an older crawl directory: migrate it once, with a writer, then read it
+                self.conn.close()
+                CrawlDB(directory).close()
+                self.conn = connect(self.path, readonly=True)
+                version = self._version()
             if not readonly:
-                self.conn.executescript(SCHEMA)
-                self.conn.execute("DROP INDEX IF EXISTS links_dst")   # earlier versions made one (see links above)
-                if self.get_meta("schema_version") is None:
+                if version is None:
+                    self.conn.executescript(SCHEMA)
                     self.set_meta("schema_version", SCHEMA_VERSION)
-            version = self.get_meta("schema_version")
-            # A read-only open of a directory that was never initialised has no meta table.
+                    version = SCHEMA_VERSION
+                else:
+                    version = self._migrate(version)
         except sqlite3.DatabaseError as exc:
             self.conn.close()
             raise CrawlDirError(f"corrupt crawl database {self.path}: {exc}") from None
         if version != SCHEMA_VERSION:
             self.conn.close()
-            raise CrawlDirError(f"crawl database {self.path} has schema {version!r}, expected {SCHEMA_VERSION}")
+            raise CrawlDirError(f"crawl database {self.path} has schema {version!r}, expected {SCHEMA_VERSION}"
+                                " (written by a newer skitter?)")
         if not readonly:
             self._check_integrity()
+
+    def _version(self) -> Any:
+        """The schema version, or None for a database with no tables yet."""
+        has_meta = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+        return self.get_meta("schema_version") if has_meta else None
+
+    def _migrate(self, version: Any) -> Any:
+        """Bring an older schema up to date, a step at a time, each in one transaction."""
+        while isinstance(version, int) and version in MIGRATIONS:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                MIGRATIONS[version](self.conn)
+                version += 1
+                self.set_meta("schema_version", version)
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+        return version
 
     def _check_integrity(self) -> None:
         try:
@@ -288,3 +316,37 @@ class CrawlDB:
             "max_order": q("SELECT coalesce(max(fetch_order), 0) FROM fetches").fetchone()[0],
             "max_seq": q("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0],
         }
+
+
+def _v1_to_v2(conn: sqlite3.Connection) -> None:
+    """Schema 2: URLs get their own due time (retries, revisits), fetches the server's response
+    time; the near-duplicate sketches of the oldest crawl directories (``near_fps``, a row per
+    hash) join ``near_sketches`` (a row per page) ahead of the newer ones; page text stored as
+    TEXT is deflated like the rest; the old ``links_dst`` index goes."""
+    import numpy as np
+
+    from .text import pack_text
+
+    conn.execute("ALTER TABLE urls ADD COLUMN due REAL")
+    conn.execute("DROP INDEX IF EXISTS urls_queued")
+    conn.execute("CREATE INDEX urls_ready ON urls (host, priority DESC, seq) WHERE state = 0 AND due IS NULL")
+    conn.execute("CREATE INDEX urls_due ON urls (host, due) WHERE state = 0 AND due IS NOT NULL")
+    conn.execute("ALTER TABLE fetches ADD COLUMN response_time REAL")
+    conn.execute("DROP INDEX IF EXISTS links_dst")
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'near_fps'").fetchone():
+        from ..dedup import SKETCH
+
+        old: dict[int, list[int]] = {}
+        for doc, h in conn.execute("SELECT doc_id, hash FROM near_fps ORDER BY rowid"):
+            old.setdefault(doc, []).append(h)
+        rows = [(doc, np.unique(np.asarray(hs, dtype=np.int64).view(np.uint64))[:SKETCH].astype("<u8").tobytes())
+                for doc, hs in old.items()]
+        rows += conn.execute("SELECT doc_id, sketch FROM near_sketches ORDER BY rowid").fetchall()
+        conn.execute("DELETE FROM near_sketches")
+        conn.executemany("INSERT INTO near_sketches (doc_id, sketch) VALUES (?, ?)", rows)
+        conn.execute("DROP TABLE near_fps")
+    conn.create_function("pack_text", 1, pack_text, deterministic=True)
+    conn.execute("UPDATE pages SET text = pack_text(text) WHERE typeof(text) = 'text'")
+
+
+MIGRATIONS = {1: _v1_to_v2}   # from version -> the step to the next

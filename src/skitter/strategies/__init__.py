@@ -38,13 +38,18 @@ IMPORTANCE = ("backlinks", "pagerank")
 
 def make_scorer(name: str, config: Any = None) -> Scorer:
     """A fresh scorer for one crawl. With ``config`` (a CrawlConfig) a strategy that needs
-    settings (the topic, thresholds) takes them from it; a focused strategy without a topic in
-    the config raises UsageError."""
+    settings (the topic, thresholds) takes them from it, and a focused one the exemplary
+    documents of ``--topic-file`` (read here: the scorers themselves do no I/O); a focused
+    strategy without a topic raises UsageError."""
     cls = STRATEGIES[name]
     factory = getattr(cls, "from_config", None)
-    if config is not None and factory is not None:
-        return factory(config)
-    return cls()
+    if config is None or factory is None:
+        return cls()
+    if name in FOCUSED:
+        from .exemplars import exemplars_of
+
+        return factory(config, exemplars_of(config))
+    return factory(config)
 
 
 __all__ = ["ParentContext", "Scorer", "STRATEGIES", "FOCUSED", "IMPORTANCE", "make_scorer"]

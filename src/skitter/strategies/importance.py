@@ -4,7 +4,7 @@ Both order the frontier by an estimate of a page's importance that grows while t
 a URL already queued must move up when new links to it are found. They have the optional scorer
 hook ``on_page(parent, links) -> [(url, new priority), ...]``: the crawl loop calls it once per
 parsed page, before scoring the page's links, and raises the priority of each returned URL that is
-still queued (``LocalFrontier.reprioritize``). Without the hook in the loop, ``score`` does the
+still queued (the frontier's ``reprioritize``). Without the hook in the loop, ``score`` does the
 same bookkeeping the first time it sees a page (only the queued URLs' priorities then stay as
 they were when queued).
 
@@ -20,15 +20,16 @@ Links marked nofollow (or on a nofollow page) and self-links count for nothing, 
 links to one URL count once. ``weighted`` (off by default; see docs/strategies.md) weighs each
 link by seed 004's attributes, ``visibility × position / distance``.
 
-The state (counts, cash) is in memory, about 150 bytes per URL discovered. On a resume the loop
-calls ``restore(db)``, which rebuilds it from the crawl store: the seeds, then every parsed page's
-stored links replayed in ``fetch_order`` (exactly what the interrupted crawl had done), so the
-estimate goes on where it stopped; the priorities stored in the frontier are kept as they are.
+The state (counts, cash) is in memory, about 150 bytes per URL discovered. On a resume the
+composition root (skitter.api) calls ``restore(seeds, pages)`` with what the crawl store replays:
+the seeds, then every parsed page's stored links in fetch order (exactly what the interrupted
+crawl had done), so the estimate goes on where it stopped; the priorities stored in the frontier
+are kept as they are.
 """
 
 from __future__ import annotations
 
-from itertools import groupby
+from typing import Iterable
 
 from ..models import Link, Page
 from .base import ParentContext
@@ -81,35 +82,28 @@ class _Importance:
             self.on_page(parent, parent.page.links)
         return self.priority_of(link.url)
 
-    def restore(self, db) -> int:
-        """Rebuild the state of an interrupted crawl from its store (a ``CrawlDB``; on resume).
+    def restore(self, seeds: Iterable[str],
+                pages: Iterable[tuple[str, bool, list[tuple[str, int, int, int, bool]]]]) -> int:
+        """Rebuild the state of an interrupted crawl from what it stored (on resume; the store's
+        ``replay_seeds`` and ``replay_pages``).
 
-        Replays what the crawl did: ``seed_priority`` for each seed (the URLs queued at depth 0
-        with no parent, in queue order), then, for every page whose links were extracted (a row
-        of ``pages``) in ``fetch_order``, ``relevance`` and then ``on_page``'s bookkeeping over its
-        stored links (targets, attributes and nofollow flags as stored, in page order). Returns the
-        number of pages replayed. About 7 s per million stored links.
-        """
-        conn = getattr(db, "conn", db)
-        for (url,) in conn.execute("SELECT url FROM urls WHERE depth = 0 AND parent IS NULL ORDER BY seq"):
+        Replays what the crawl did: ``seed_priority`` for each seed (in queue order), then, for
+        every page whose links were extracted, in fetch order, ``relevance`` and then ``on_page``'s
+        bookkeeping over its stored links ``(target, visibility, position, distance, nofollow)``,
+        in page order, unless the page was nofollow. Returns the number of pages replayed.
+        About 7 s per million stored links."""
+        for url in seeds:
             self.seed_priority(url)
-        rows = conn.execute(
-            "SELECT f.fetch_order, f.url, f.nofollow, l.dst_url, l.visibility, l.position, l.distance,"
-            " l.nofollow FROM fetches f JOIN pages p ON p.fp = f.fp LEFT JOIN links l ON l.src = f.fp"
-            " WHERE f.fetch_order IS NOT NULL ORDER BY f.fetch_order, l.rowid")
         n = 0
         empty = Page()
         weighted = self.weighted
-        for _, group in groupby(rows, key=lambda r: r[0]):
-            first = next(group)
-            url = first[1]
+        for url, nofollow, links in pages:
             targets: dict[str, float] = {}
-            if not first[2]:                       # the page was not nofollow: its links count
-                for r in (first, *group):
-                    dst = r[3]
-                    if dst is None or r[7] or dst == url:
+            if not nofollow:
+                for dst, visibility, position, distance, link_nofollow in links:
+                    if link_nofollow or dst == url:
                         continue
-                    w = (r[4] or 1) * (r[5] or 3) / max(1, r[6] or 1) if weighted else 1.0
+                    w = visibility * position / max(1, distance) if weighted else 1.0
                     if w > targets.get(dst, 0.0):
                         targets[dst] = w
             relevance = self.relevance(url, empty)

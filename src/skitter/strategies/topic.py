@@ -30,8 +30,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 try:  # PyStemmer: 4.6 M tokens/s (DESIGN.md); optional at import time, a dependency in pyproject
     import Stemmer  # type: ignore[import-not-found]
@@ -143,25 +142,6 @@ class Topic:
         return min(1.0, dot / (self.norm * math.sqrt(sum(c * c for c in tf.values()))))
 
 
-def read_exemplars(path: str | Path) -> list[str]:
-    """The texts of the exemplary documents at ``path`` (a file, or a directory of files): HTML
-    files (by extension or a leading ``<``) are parsed (title, meta, headings, body text)."""
-    from ..parse import parse_html
-
-    p = Path(path)
-    files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
-    texts = []
-    for f in files:
-        data = f.read_bytes()
-        head = data[:512].lstrip().lower()
-        if f.suffix.lower() in (".html", ".htm", ".xhtml") or head.startswith((b"<!doctype", b"<html", b"<")):
-            page = parse_html(data, f.resolve().as_uri(), "text/html")
-            texts.append(" ".join([page.title, page.description, page.keywords, *page.headings, page.text]))
-        else:
-            texts.append(data.decode("utf-8", "replace"))
-    return texts
-
-
 # ----------------------------------------------------------------------------------------------
 # priorities with the tunnelling band inside
 
@@ -216,19 +196,10 @@ def is_dropped(priority: float) -> bool:
 DEFAULT_TUNNEL = 3
 
 
-def topic_from_config(config) -> Topic:
-    """The crawl's topic from its ``topic`` words and ``topic_file`` exemplary documents."""
-    words = getattr(config, "topic", "") or ""
-    path = getattr(config, "topic_file", "") or ""
-    exemplars: list[str] = []
-    if path:
-        from ..errors import UsageError
-
-        try:
-            exemplars = read_exemplars(path)
-        except OSError as exc:
-            raise UsageError(f"cannot read --topic-file {path}: {exc.strerror or exc}") from None
-    return Topic.build(words, exemplars)
+def topic_from_config(config, exemplars: Sequence[str] = ()) -> Topic:
+    """The crawl's topic from its ``topic`` words and the texts of its ``topic_file`` exemplary
+    documents (read by :func:`skitter.strategies.exemplars.read_exemplars`)."""
+    return Topic.build(getattr(config, "topic", "") or "", list(exemplars))
 
 
 class FocusedScorer:
@@ -250,8 +221,8 @@ class FocusedScorer:
         self._parent_cache: object = None
 
     @classmethod
-    def from_config(cls, config) -> "FocusedScorer":
-        topic = topic_from_config(config)
+    def from_config(cls, config, exemplars: Sequence[str] = ()) -> "FocusedScorer":
+        topic = topic_from_config(config, exemplars)
         if not topic:
             from ..errors import UsageError
 

@@ -1,0 +1,194 @@
+"""The crawl directory's writer API: every row a crawl stores goes through here (the loop names no
+table), and the one rule of crash safety lives here: the WARC file is flushed up to the offset a
+transaction records before that transaction commits (:meth:`CrawlStore.commit`).
+
+Reads the loop needs while crawling (the content-seen test, a near-duplicate's original, what to
+replay on resume) are here too. The local frontier writes its own table (``urls``) through the
+same connection (:attr:`CrawlStore.db`), inside the same transactions.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from itertools import groupby
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import CrawlDirError
+from ..models import Candidate, Page
+from ..urls import fingerprint, host_key
+from .db import CrawlDB
+from .text import pack_text
+from .warc import WarcLocation, WarcWriter
+
+
+def iso(epoch: float) -> str:
+    """Seconds since the epoch as the records' ISO 8601 UTC time (milliseconds)."""
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class CrawlStore:
+    """One crawl directory, open for writing. ``CrawlStore.open(directory, config)``."""
+
+    def __init__(self, directory: Path, db: CrawlDB, warc: WarcWriter, *, resumed: bool, config: dict) -> None:
+        self.directory = directory
+        self.db = db
+        self.warc = warc
+        self.resumed = resumed
+        self.config = config       # the crawl's settings as stored (seeds merged over resumes)
+        c = db.counts()
+        self.fetched = c["fetched"]
+        self.order = c["max_order"]
+
+    @classmethod
+    def open(cls, directory: Path, config: dict, *, software: str, now: float | None = None) -> "CrawlStore":
+        """Open (or create) the crawl directory; a resumed crawl keeps its seeds and adds these.
+        URLs that were in flight when the last run ended go back to the queue."""
+        directory = Path(directory)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            probe = directory / ".write-test"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise CrawlDirError(f"cannot write to crawl directory {directory}: {exc.strerror or exc}") from None
+        db = CrawlDB(directory)
+        previous = db.get_meta("config")
+        db.begin()
+        db.release_leases()
+        config = dict(config, seeds=list(dict.fromkeys((previous or {}).get("seeds", []) + list(config["seeds"]))))
+        db.set_meta("config", config)
+        db.set_meta("state", "running")
+        if previous is None:
+            db.set_meta("started_at", iso(time.time() if now is None else now))
+        db.commit()
+        db.start_checkpointer()
+        warc_dir = directory / "warc"
+        warc_dir.mkdir(exist_ok=True)
+        committed = db.get_meta("warc_commit")
+        warc = WarcWriter.resume(warc_dir, tuple(committed) if committed else None, software=software)
+        return cls(directory, db, warc, resumed=previous is not None, config=config)
+
+    # -- what a resumed crawl needs --------------------------------------------------------
+    def admitted_per_host(self) -> Counter[str]:
+        return Counter(dict(self.db.conn.execute("SELECT host, count(*) FROM urls GROUP BY host").fetchall()))
+
+    def recent_sketches(self, keep: int | None) -> list[tuple[int, bytes]]:
+        """The near-duplicate sketches of the newest ``keep`` pages (all: None), oldest first."""
+        rows = self.db.conn.execute("SELECT doc_id, sketch FROM near_sketches ORDER BY rowid DESC"
+                                    + ("" if keep is None else f" LIMIT {int(keep)}")).fetchall()
+        rows.reverse()
+        return rows
+
+    def replay_seeds(self) -> Iterator[str]:
+        """The seed URLs as they were queued (depth 0, no parent), in queue order."""
+        for (url,) in self.db.conn.execute("SELECT url FROM urls WHERE depth = 0 AND parent IS NULL ORDER BY seq"):
+            yield url
+
+    def replay_pages(self) -> Iterator[tuple[str, bool, list[tuple[str, int, int, int, bool]]]]:
+        """Every page whose links were stored, in fetch order: (url, the page was nofollow, its
+        links as (target, visibility, position, distance, nofollow)). For strategies that rebuild
+        their state on resume (skitter.strategies.importance)."""
+        rows = self.db.conn.execute(
+            "SELECT f.fetch_order, f.url, f.nofollow, l.dst_url, l.visibility, l.position, l.distance,"
+            " l.nofollow FROM fetches f JOIN pages p ON p.fp = f.fp LEFT JOIN links l ON l.src = f.fp"
+            " WHERE f.fetch_order IS NOT NULL ORDER BY f.fetch_order, l.rowid")
+        for _, group in groupby(rows, key=lambda r: r[0]):
+            first = next(group)
+            links = [(r[3], r[4] or 1, r[5] or 3, r[6] or 1, bool(r[7])) for r in (first, *group) if r[3] is not None]
+            yield first[1], bool(first[2]), links
+
+    # -- the content-seen and near-duplicate tests' reads -----------------------------------
+    def first_with_content(self, digest: str, url: str) -> str | None:
+        """The content-seen test: the URL first stored with this body (``url`` itself when it is
+        the first). Registers ``url`` as the first if none was."""
+        self.db.ensure_tx()
+        conn = self.db.conn
+        if conn.execute("INSERT OR IGNORE INTO contents (hash, url) VALUES (?, ?)", (digest, url)).rowcount:
+            return url
+        return conn.execute("SELECT url FROM contents WHERE hash = ?", (digest,)).fetchone()[0]
+
+    def page_url(self, fp: int) -> str | None:
+        row = self.db.conn.execute("SELECT url FROM pages WHERE fp = ?", (fp,)).fetchone()
+        return row[0] if row else None
+
+    def link_targets(self, fp: int) -> list[str]:
+        return [r[0] for r in self.db.conn.execute("SELECT dst_url FROM links WHERE src = ?", (fp,))]
+
+    def add_sketch(self, record: tuple[int, bytes]) -> None:
+        self.db.ensure_tx()
+        self.db.conn.execute("INSERT INTO near_sketches (doc_id, sketch) VALUES (?, ?)", record)
+
+    # -- writes ------------------------------------------------------------------------------
+    def archive(self, records: bytes | None) -> WarcLocation | None:
+        """Append encoded WARC records (``analyse``'s request + response pair)."""
+        return None if records is None else self.warc.write_encoded(records)
+
+    def record_fetch(self, cand: Candidate, record: dict[str, Any], *, counted: bool) -> int | None:
+        """Store the fetch record of ``cand`` (the export record's fields). ``counted``: a request
+        was made, so the record gets the next ``fetch_order``; a URL decided without one has
+        none. Returns the fetch order."""
+        order = None
+        if counted:
+            self.order += 1
+            self.fetched += 1
+            order = self.order
+        self.db.ensure_tx()
+        record = dict(record, fetch_order=order, host=host_key(cand.url))
+        cols = ", ".join(record)
+        marks = ", ".join("?" for _ in record)
+        self.db.conn.execute(f"INSERT OR REPLACE INTO fetches (fp, {cols}) VALUES (?, {marks})",
+                             (fingerprint(cand.url), *record.values()))
+        return order
+
+    def record_page(self, url: str, page: Page, text: bytes | None, *, last_modified: str | None,
+                    etag: str | None) -> None:
+        """A parsed page's fields and its links. ``text``: the page text packed (``pack_text``) by
+        the analysis process, or None to pack ``page.text`` here."""
+        fp = fingerprint(url)
+        conn = self.db.conn
+        self.db.ensure_tx()
+        conn.execute(
+            "INSERT OR REPLACE INTO pages (fp, url, title, description, keywords, headings, text, lang, encoding,"
+            " last_modified, etag) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (fp, url, page.title, page.description, page.keywords, "\n".join(page.headings),
+             pack_text(page.text) if text is None else text, page.lang, page.encoding, last_modified, etag))
+        conn.executemany(
+            "INSERT INTO links (src, dst, dst_url, anchor, visibility, position, distance, nofollow)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(fp, fingerprint(link.url), link.url, link.anchor, link.visibility, link.position, link.distance,
+              int(link.nofollow or page.nofollow)) for link in page.links])
+
+    def record_robots(self, origin: str, *, outcome: str, crawl_delay: float | None, sitemaps: list[str],
+                      at: float) -> None:
+        self.db.ensure_tx()
+        self.db.conn.execute(
+            "INSERT OR REPLACE INTO robots (origin, fetched_at, outcome, crawl_delay, sitemaps) VALUES (?, ?, ?, ?, ?)",
+            (origin, iso(at), outcome, crawl_delay, "\n".join(sitemaps)))
+
+    # -- commits and the end -------------------------------------------------------------------
+    def commit(self) -> None:
+        """Flush the WARC file, then commit the transaction that points into it (order matters)."""
+        if not self.db.in_transaction():
+            return
+        filename, offset = self.warc.flush()
+        self.db.set_meta("warc_commit", [filename, offset])
+        self.db.commit()
+
+    def finish(self, state: str, *, at: float) -> None:
+        """The run ends: its state ("finished" or "stopped"), committed with everything before it.
+        URLs still leased go back to the queue for the next run."""
+        self.db.ensure_tx()
+        self.db.set_meta("state", state)
+        self.db.set_meta("finished_at", iso(at))
+        self.commit()
+        self.db.release_leases()
+        self.db.commit()
+
+    def close(self) -> None:
+        try:
+            self.warc.close()
+        finally:
+            self.db.close()

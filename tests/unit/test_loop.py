@@ -1,0 +1,118 @@
+"""The crawl loop without a server: skitter.api.build_crawler with an in-memory web
+(skitter.testing.SiteTransport) on an event loop in fake time (skitter.testing.run_in_fake_time), so
+that a 30-second Crawl-delay or a Retry-After of a minute costs milliseconds. The store is real
+(SQLite + WARC in a temporary directory); what the crawl did is read back from it."""
+
+from __future__ import annotations
+
+import pytest
+
+from skitter.api import build_crawler, open_crawl
+from skitter.config import CrawlConfig
+from skitter.testing import LoopClock, Reply, SiteTransport, html, run_in_fake_time
+
+A = "http://a.test"
+
+
+def crawl(tmp_path, routes: dict, **settings):
+    """Crawl ``A/`` over ``routes``; returns (the transport, {url: export record}, the crawler)."""
+    config = CrawlConfig(seeds=(f"{A}/",), analysis_processes=0, index_interval=-1, allow_private=True,
+                         **{"delay": 0.0, "adaptive_delay": 0.0, **settings})
+
+    async def main():
+        clock = LoopClock()
+        site = SiteTransport(routes, clock)
+        crawler = build_crawler(tmp_path / "c", config, transport=site, clock=clock)
+        await crawler.run()
+        return site, crawler
+    site, crawler = run_in_fake_time(main())
+    with open_crawl(tmp_path / "c") as stored:
+        records = {r["url"]: r for r in stored.records()}
+    return site, records, crawler
+
+
+def starts(site: SiteTransport, prefix: str = A) -> list[float]:
+    return [r.at for r in site.requests if r.url.startswith(prefix) and not r.url.endswith("/robots.txt")]
+
+
+def test_a_crawl_delay_of_30_seconds_is_kept_and_takes_no_time(tmp_path):
+    routes = {f"{A}/robots.txt": Reply(200, (("Content-Type", "text/plain"),), b"User-agent: *\nCrawl-delay: 30\n"),
+              f"{A}/": html('<a href="/1">1</a> <a href="/2">2</a>'), f"{A}/1": html("one"), f"{A}/2": html("two")}
+    site, records, crawler = crawl(tmp_path, routes, max_crawl_delay=60.0)
+    assert {u for u, r in records.items() if r["status"] == 200} == {f"{A}/", f"{A}/1", f"{A}/2"}
+    t = starts(site)
+    assert len(t) == 3 and all(b - a >= 30.0 for a, b in zip(t, t[1:]))
+    assert crawler.state == "finished"
+
+
+def test_429_with_retry_after_is_retried_after_the_wait(tmp_path):
+    busy = Reply(429, (("Retry-After", "45"), ("Content-Type", "text/plain")), b"slow down")
+    routes = {f"{A}/": html('<a href="/x">x</a>'), f"{A}/x": [busy, html("finally")]}
+    site, records, _ = crawl(tmp_path, routes)
+    hits = site.hits(f"{A}/x")
+    assert len(hits) == 2 and hits[1] - hits[0] >= 44.999
+    assert records[f"{A}/x"]["status"] == 200 and records[f"{A}/x"]["error"] is None
+
+
+def test_retries_end_with_the_last_failure_recorded(tmp_path):
+    down = Reply(error="connect: connection refused", retryable=True)
+    routes = {f"{A}/": html('<a href="/x">x</a>'), f"{A}/x": down}
+    site, records, _ = crawl(tmp_path, routes, retries=2)
+    hits = site.hits(f"{A}/x")
+    assert len(hits) == 3                                    # the first try and two retries
+    assert hits[1] - hits[0] >= 0.999 and hits[2] - hits[1] >= 1.999   # exponential backoff (due times: 1 ms slack)
+    assert records[f"{A}/x"]["status"] is None and records[f"{A}/x"]["error"].startswith("connect")
+
+
+def test_a_redirect_loop_ends(tmp_path):
+    routes = {f"{A}/": html('<a href="/a">a</a> <a href="/self">s</a>'),
+              f"{A}/a": Reply(302, (("Location", "/b"),)), f"{A}/b": Reply(302, (("Location", "/a"),)),
+              f"{A}/self": Reply(301, (("Location", f"{A}/self"),))}
+    site, records, crawler = crawl(tmp_path, routes)
+    assert len(site.hits(f"{A}/a")) == len(site.hits(f"{A}/b")) == 1
+    assert records[f"{A}/a"]["final_url"] == f"{A}/b" and records[f"{A}/b"]["final_url"] == f"{A}/a"
+    assert records[f"{A}/self"]["error"] == "redirect: loop to itself"
+    assert crawler.state == "finished"
+
+
+def test_a_redirect_chain_stops_at_max_redirects(tmp_path):
+    routes = {f"{A}/": html('<a href="/r0">r</a>')}
+    routes.update({f"{A}/r{i}": Reply(302, (("Location", f"/r{i + 1}"),)) for i in range(10)})
+    site, records, _ = crawl(tmp_path, routes, max_redirects=3)
+    assert [u for u in records if "/r" in u] == [f"{A}/r{i}" for i in range(4)]
+    assert records[f"{A}/r3"]["error"] == "redirect: more than 3 hops"
+
+
+def test_an_unreachable_robots_txt_disallows_the_host_without_a_request(tmp_path):
+    routes = {f"{A}/robots.txt": Reply(error="connect: connection refused", retryable=True),
+              f"{A}/": html('<a href="/1">1</a>')}
+    site, records, _ = crawl(tmp_path, routes)
+    assert starts(site) == []
+    assert records[f"{A}/"]["status"] is None
+    assert records[f"{A}/"]["error"] == "robots: robots.txt unreachable, crawling disallowed"
+
+
+def test_robots_txt_disallowed_links_are_recorded_and_never_requested(tmp_path):
+    routes = {f"{A}/robots.txt": Reply(200, (("Content-Type", "text/plain"),), b"User-agent: *\nDisallow: /private\n"),
+              f"{A}/": html('<a href="/private/1">p</a> <a href="/open">o</a>'), f"{A}/open": html("ok")}
+    site, records, _ = crawl(tmp_path, routes)
+    assert f"{A}/private/1" not in [r.url for r in site.requests]
+    assert records[f"{A}/private/1"]["error"] == "robots: disallowed by robots.txt"
+    assert records[f"{A}/private/1"]["fetch_order"] is None and records[f"{A}/open"]["status"] == 200
+
+
+def test_the_budget_counts_requests(tmp_path):
+    routes = {f"{A}/": html("".join(f'<a href="/{i}">{i}</a>' for i in range(20)))}
+    routes.update({f"{A}/{i}": html(str(i)) for i in range(20)})
+    site, records, crawler = crawl(tmp_path, routes, max_pages=5)
+    assert len(starts(site)) == 5 and sum(r["fetch_order"] is not None for r in records.values()) == 5
+    assert crawler.state == "stopped"
+
+
+@pytest.mark.parametrize("delay", [0.5, 2.0])
+def test_the_delay_spaces_request_starts(tmp_path, delay):
+    routes = {f"{A}/": html("".join(f'<a href="/{i}">{i}</a>' for i in range(4)))}
+    routes.update({f"{A}/{i}": html(str(i)) for i in range(4)})
+    site, _, _ = crawl(tmp_path, routes, delay=delay, per_host=2, concurrency=4)
+    t = starts(site)
+    assert len(t) == 5 and all(b - a >= delay for a, b in zip(t, t[1:]))
