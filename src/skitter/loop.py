@@ -269,12 +269,10 @@ class Crawler:
         if rules is None:
             return True  # fetched in the host's slot by _process
         if rules.reason == "unreachable":
-            if cand.attempts < self.config.retries:
-                self.stats.retries += 1
-                self.frontier.requeue(Candidate(**{**_fields(cand), "attempts": cand.attempts + 1}),
-                                      not_before=self._backoff(cand.attempts))
-            else:
-                self._record_skip(cand, "robots: robots.txt unreachable, crawling disallowed")
+            # Not retried: the verdict stays cached for the robots cache's error_expiry (minutes),
+            # so a retry seconds later would meet it again, and its backoff held the whole host,
+            # one URL after another. The file itself is fetched again once the verdict expires.
+            self._record_skip(cand, "robots: robots.txt unreachable, crawling disallowed")
             return False
         if not rules.allowed(cand.url):
             self._record_skip(cand, "robots: disallowed by robots.txt")
