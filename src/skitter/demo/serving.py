@@ -102,8 +102,11 @@ Setup = Callable[[list[str]], tuple[Respond, Callable[[str | None], float]]]
 
 
 async def serve(ips: list[str], port: int, setup: Setup, *, access_log: Path | None,
-                parent_pid: int, watch_stdin: bool, name: str = "demo server") -> None:
-    """Serve on every address of ``ips`` until a signal, the parent's death or EOF on stdin."""
+                parent_pid: int, watch_stdin: bool, name: str = "demo server",
+                hostnames: list[str] | None = None) -> None:
+    """Serve on every address of ``ips`` until a signal, the parent's death or EOF on stdin.
+    The base URLs name the addresses, or ``hostnames`` (one per address: a client resolves them
+    itself, e.g. ``curl --resolve``)."""
     from aiohttp import web as aioweb
 
     log = open(access_log, "a", encoding="utf-8") if access_log else None
@@ -155,7 +158,7 @@ async def serve(ips: list[str], port: int, setup: Setup, *, access_log: Path | N
     await runner.setup()
     socks = bind_all(ips, port, name=name)
     port = socks[0].getsockname()[1]
-    base_urls = [f"http://{ip}:{port}" for ip in ips]
+    base_urls = [f"http://{host}:{port}" for host in (hostnames or ips)]
     state["port"] = port
     state["base_by_ip"] = dict(zip(ips, base_urls))
     state["respond"], state["latency"] = setup(base_urls)
