@@ -1,4 +1,4 @@
-"""The wild web: a second generated web, of another shape than the demo web in every way we could think of.
+"""The wild web: a second generated web, of another shape than the demo web in every way we can.
 
 The demo web (``web.py``) has hosts of equal size, one URL layout (``/a/<n>.html``), 5-30 links a
 page and its oddities on fixed hosts. A crawler tuned on it can still hang or go wrong on webs it
@@ -15,8 +15,8 @@ Shape
                      ``/viewtopic.php?t=123`` and ``/viewforum.php?f=3&start=40``. A wiki's ``/``
                      redirects (302) to ``/wiki/Main_Page``.
     structure        home -> section listings (paginated, every page linking every other page of
-                     its section) -> content; every document is at most ~3 hops from its host's
-                     home, so ``max_depth`` only ever binds inside the traps.
+                     its section) -> content; every document is at most 3 hops from its host's
+                     home (robots.txt aside), so ``max_depth`` only ever binds inside the traps.
     out-degree       heavy-tailed: ``hub_share`` of the content pages link 100-400 pages, the rest
                      5-40 (log-uniform); listings of big sections are hubs too.
     in-links         preferential: targets are drawn by a Zipf popularity over each host's content
@@ -82,7 +82,7 @@ Spider traps (none on the robots-500 host; linked only from their host's home pa
                      seed's session and the shared one), plus a duplicate of each home.
     relative         ``/<a>/<b>/`` links ``./<b>/``: ``/<a>/<b>/<b>/``, ... INFINITE on the server;
                      a crawler that drops URLs repeating a segment more than 3 times (skitter's
-                     default) fetches 3 of them, one with only ``max_depth`` ten.
+                     default) fetches 3 of them; with ``max_depth`` alone, ten.
     calendar         ``/events?date=2024-03-15`` links the previous and the next day (query-only
                      hrefs ``?date=...``). INFINITE (years 1-9999): ``2 * max_depth - 1`` days
                      from its entry at depth 1.
@@ -97,8 +97,8 @@ Ground truth
                      URLs longer than ``max_url_length`` or repeating a segment more than
                      ``max_repeated_segments`` times left out, robots.txt obeyed for the
                      ``user_agent`` token, transient failures retried (their status is 200),
-                     robots.txt itself not counted. Every document is within 4 hops of a seed, so
-                     only the traps depend on ``max_depth``.
+                     robots.txt itself not counted. The traps are the only URLs that depend on
+                     ``max_depth``.
 
 Pure and deterministic: the same config and base URLs give the same bytes. ``respond`` serves one
 request; ``wild_server.py`` serves it over HTTP, ``write_static`` writes it for nginx.
