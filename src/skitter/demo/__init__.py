@@ -2,7 +2,8 @@
 
 ``DemoWeb`` (web.py) is the pure generator and the ground truth; ``DemoServer`` (server.py) serves
 it from a subprocess on 127.0.0.2, 127.0.0.3, ... (one port) for ``skitter demo``, the tests and
-the benchmark.
+the benchmark. ``WildWeb`` (wild.py) is a second web of another shape, served by ``WildServer``
+(wild_server.py); both servers share serving.py (docs/webs.md).
 """
 
 from __future__ import annotations
