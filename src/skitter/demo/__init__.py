@@ -4,7 +4,8 @@
 it from a subprocess on 127.0.0.2, 127.0.0.3, ... (one port) for ``skitter demo``, the tests and
 the benchmark. With ``DemoConfig(changing=ChangeConfig(...))`` (server: ``--changing``) its pages
 change as Poisson processes, with noise, validators, new articles and a ground-truth change log
-(changing.py; docs/recrawl.md).
+(changing.py; docs/recrawl.md). ``WildWeb`` (wild.py) is a second web of another shape, served by
+``WildServer`` (wild_server.py); both servers share serving.py (docs/webs.md).
 """
 
 from __future__ import annotations

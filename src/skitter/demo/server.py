@@ -28,33 +28,27 @@ time.time() at request start and response end; ``path`` includes the query).
 It exits on SIGTERM/SIGINT, when its parent process dies (--parent-pid, polled), and with
 ``--watch-stdin`` when stdin reaches EOF. Only 127.0.0.0/8 addresses are accepted.
 
-``DemoServer`` runs this in a subprocess, as a context manager, for tests and ``skitter demo``.
+``--flaky 2,3`` makes those hosts refuse the first request of a share of their paths (503 on even,
+429 on odd host indexes, Retry-After: 1): transient failures a polite crawler retries through.
+
+``DemoServer`` runs this in a subprocess, as a context manager, for tests and ``skitter demo``. The
+serving machinery is shared with the wild web's server (``serving.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import hashlib
-import ipaddress
 import json
-import os
-import select
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import threading
 import time
-import traceback
-import weakref
 from dataclasses import replace
 from pathlib import Path
 
 from .changing import ChangeConfig
 from .hidden import HiddenConfig, HiddenSite
+from .serving import ServerProcess, accepts_gzip, addresses, read_access_log, run_main, serve
 from .web import DemoConfig, DemoWeb
 
 __all__ = ["DemoServer", "read_access_log", "main"]
@@ -62,53 +56,6 @@ __all__ = ["DemoServer", "read_access_log", "main"]
 
 # ----------------------------------------------------------------------------------------------
 # the subprocess side
-
-
-def _addresses(ip_base: str, hosts: int) -> list[str]:
-    base = ipaddress.IPv4Address(ip_base)
-    ips = [base + i for i in range(hosts)]
-    for ip in ips:
-        if ip not in ipaddress.IPv4Network("127.0.0.0/8"):
-            raise SystemExit(f"demo server: {ip} is not a loopback address (127.0.0.0/8 only)")
-    return [str(ip) for ip in ips]
-
-
-def _accepts_gzip(value: str | None) -> bool:
-    if not value:
-        return False
-    for part in value.split(","):
-        coding, _, params = part.strip().partition(";")
-        if coding.strip().lower() in ("gzip", "x-gzip", "*"):
-            q = params.strip().lower()
-            if q.startswith("q="):
-                try:
-                    return float(q[2:]) > 0
-                except ValueError:
-                    return True
-            return True
-    return False
-
-
-def _bind_all(ips: list[str], port: int, attempts: int = 20) -> list[socket.socket]:
-    """Bound sockets on every address, one port: the first picks it (port 0), the others reuse
-    it; on a failure, everything is closed and retried with a new port."""
-    last: OSError | None = None
-    for _ in range(attempts if port == 0 else 1):
-        socks: list[socket.socket] = []
-        try:
-            p = port
-            for ip in ips:
-                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                socks.append(sock)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                sock.bind((ip, p))
-                p = sock.getsockname()[1]
-            return socks
-        except OSError as exc:
-            last = exc
-            for sock in socks:
-                sock.close()
-    raise SystemExit(f"demo server: cannot bind {ips[0]}..{ips[-1]} on one port: {last}")
 
 
 async def _serve(args: argparse.Namespace) -> None:
@@ -119,113 +66,41 @@ async def _serve(args: argparse.Namespace) -> None:
                         cross_host_links=args.cross_host_links, popular_links=args.popular_links,
                         crawl_delay=args.crawl_delay, changing=_change_config(args))
     start_epoch = args.start_epoch if args.start_epoch is not None else time.time()
-    ips = _addresses(args.ip_base, args.hosts + (1 if args.hidden is not None else 0))
+    ips = addresses(args.ip_base, args.hosts + (1 if args.hidden is not None else 0))
     latency = max(0.0, args.latency_ms) / 1000.0
-    log = open(args.access_log, "a", encoding="utf-8") if args.access_log else None
-    state: dict[str, object] = {}
-    flaky = _Flaky(args.flaky, args.flaky_share)
 
-    async def handler(request: aioweb.BaseRequest) -> aioweb.StreamResponse:
-        t0 = time.time()
-        sock = request.transport.get_extra_info("sockname") if request.transport else None
-        local_ip = sock[0] if sock else ips[0]
-        base = state["base_by_ip"].get(local_ip)  # type: ignore[union-attr]
-        path = request.raw_path
-        if latency:
-            await asyncio.sleep(latency)
-        if base is None:
-            resp = aioweb.Response(status=421, text="misdirected request\n")
-        elif request.method not in ("GET", "HEAD"):
-            resp = aioweb.Response(status=405, headers={"Allow": "GET, HEAD"})
-        elif base == state.get("hidden_url"):
-            r = state["hidden"].respond(path)  # type: ignore[union-attr]
-            resp = aioweb.Response(status=r.status, body=r.body, headers=r.headers)
-        elif (refusal := flaky.refuse(ips.index(local_ip), path)) is not None:
-            resp = aioweb.Response(status=refusal, headers={"Retry-After": "1"}, text="try again later\n")
-        else:
-            hdr = request.headers
-            try:
-                r = state["web"].respond(  # type: ignore[union-attr]
-                    base, path, accept_gzip=_accepts_gzip(hdr.get("Accept-Encoding")),
-                    if_none_match=hdr.get("If-None-Match"),
-                    if_modified_since=hdr.get("If-Modified-Since"), now=time.time())
-                # (for HEAD, aiohttp sends the headers and Content-Length but no body)
-                resp = aioweb.Response(status=r.status, body=r.body, headers=r.headers)
-            except Exception:   # a generator bug: a logged 500, not a dropped connection
-                traceback.print_exc()
-                resp = aioweb.Response(status=500, text="internal error\n")
-        try:
-            await resp.prepare(request)
-            await resp.write_eof()
-        except ConnectionResetError:  # the client went away (e.g. a crawler stopped): not an error
-            pass
-        finally:
-            if log is not None:
-                log.write(json.dumps({"t0": t0, "t1": time.time(), "host": f"{local_ip}:{state['port']}",
-                                      "path": path, "status": resp.status,
-                                      "ua": request.headers.get("User-Agent", "")}) + "\n")
-                log.flush()
-        return resp
+    def setup(base_urls: list[str]):
+        urls = list(base_urls)
+        info: dict[str, object] = {}
+        hidden = None
+        if args.hidden is not None:   # the last address is the hidden site's
+            hidden_url = urls.pop()
+            info.update(hidden_url=hidden_url, base_urls=urls)
+            hidden = HiddenSite(HiddenConfig(**json.loads(args.hidden)), hidden_url)
+        if config.changing is not None:
+            info["start_epoch"] = start_epoch
+        web = DemoWeb(config, urls, start_epoch=start_epoch)
+        flaky = _Flaky(args.flaky, args.flaky_share)
+        index_of = {u: g for g, u in enumerate(urls)}
 
-    # signal handlers first: a SIGTERM right after the startup line must still exit cleanly
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):
-            pass
+        async def respond(request: aioweb.BaseRequest, base: str) -> aioweb.StreamResponse:
+            path = request.raw_path
+            if hidden is not None and base == hidden.base_url:
+                r = hidden.respond(path)
+            elif (refusal := flaky.refuse(index_of[base], path)) is not None:
+                return aioweb.Response(status=refusal, headers={"Retry-After": "1"}, text="try again later\n")
+            else:
+                hdr = request.headers
+                r = web.respond(base, path, accept_gzip=accepts_gzip(hdr.get("Accept-Encoding")),
+                                if_none_match=hdr.get("If-None-Match"),
+                                if_modified_since=hdr.get("If-Modified-Since"), now=time.time())
+            # (for HEAD, aiohttp sends the headers and Content-Length but no body)
+            return aioweb.Response(status=r.status, body=r.body, headers=r.headers)
 
-    server = aioweb.Server(handler, access_log=None)
-    runner = aioweb.ServerRunner(server, handle_signals=False, shutdown_timeout=1.0)
-    await runner.setup()
-    socks = _bind_all(ips, args.port)
-    port = socks[0].getsockname()[1]
-    base_urls = [f"http://{ip}:{port}" for ip in ips]
-    state["port"] = port
-    state["base_by_ip"] = dict(zip(ips, base_urls))
-    startup: dict[str, object] = {"port": port, "base_urls": base_urls}
-    if args.hidden is not None:   # the last address is the hidden site's
-        hidden_url = base_urls.pop()
-        state["hidden_url"] = startup["hidden_url"] = hidden_url
-        state["hidden"] = HiddenSite(HiddenConfig(**json.loads(args.hidden)), hidden_url)
-    state["web"] = DemoWeb(config, base_urls, start_epoch=start_epoch)
-    for sock in socks:
-        await aioweb.SockSite(runner, sock, backlog=1024, shutdown_timeout=1.0).start()
-    if config.changing is not None:
-        startup["start_epoch"] = start_epoch
-    sys.stdout.write(json.dumps(startup) + "\n")
-    sys.stdout.flush()
+        return respond, lambda base: latency, info
 
-    async def watch_parent() -> None:
-        while not stop.is_set():
-            if args.parent_pid and os.getppid() != args.parent_pid:
-                stop.set()
-            await asyncio.sleep(0.5)
-
-    tasks = [asyncio.ensure_future(watch_parent())]
-    if args.watch_stdin:
-        def watch_stdin() -> None:   # a daemon thread: it never holds up the exit
-            try:
-                sys.stdin.buffer.read()
-            except (OSError, ValueError):
-                pass
-            try:
-                loop.call_soon_threadsafe(stop.set)
-            except RuntimeError:   # the loop is already closed
-                pass
-        threading.Thread(target=watch_stdin, name="watch-stdin", daemon=True).start()
-    try:
-        await stop.wait()
-    finally:
-        for t in tasks:
-            t.cancel()
-        try:
-            await asyncio.wait_for(runner.cleanup(), 2.0)
-        except (asyncio.TimeoutError, Exception):
-            pass
-        if log is not None:
-            log.close()
+    await serve(ips, args.port, setup, access_log=args.access_log, parent_pid=args.parent_pid,
+                watch_stdin=args.watch_stdin)
 
 
 class _Flaky:
@@ -312,57 +187,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = _parse_args(argv)
-    try:
-        import uvloop  # type: ignore[import-not-found]
-        uvloop.install()
-    except ImportError:
-        pass
-    try:
-        asyncio.run(_serve(args))
-    except KeyboardInterrupt:
-        pass
-    # the stdin watcher thread may still sit in read(): do not wait for it
-    sys.stdout.flush()
-    os._exit(0)
+    run_main(_serve(_parse_args(argv)))
 
 
 # ----------------------------------------------------------------------------------------------
 # the parent side
-
-
-def read_access_log(path: Path | str) -> list[dict]:
-    """The access log's records (complete lines only)."""
-    out = []
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return out
-    for line in text.splitlines():
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass
-    return out
-
-
-def _stop_process(proc: subprocess.Popen) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        if proc.stdin:
-            proc.stdin.close()
-    except OSError:
-        pass
-    try:
-        proc.terminate()
-        proc.wait(5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    except OSError:
-        pass
 
 
 def _with_changes(config: DemoConfig, changing: bool | ChangeConfig, **overrides: float | None) -> DemoConfig:
@@ -378,15 +207,12 @@ def _with_changes(config: DemoConfig, changing: bool | ChangeConfig, **overrides
     return config if change is config.changing else replace(config, changing=change)
 
 
-class DemoServer:
+class DemoServer(ServerProcess):
     """The demo web served by a subprocess while the context is open.
 
     >>> with DemoServer(DemoConfig(pages=500)) as srv:
     ...     srv.base_urls        # ["http://127.0.0.2:P", ...]
     ...     srv.web              # a local DemoWeb with the same config and base URLs: ground truth
-
-    ``hidden=True`` (or a ``HiddenConfig``) also serves the hidden site on the next address:
-    ``srv.hidden_url`` and ``srv.hidden_site`` (its ground truth) are then set.
     """
 
     def __init__(self, config: DemoConfig = DemoConfig(), *, latency_ms: float = 0,
@@ -400,30 +226,20 @@ class DemoServer:
         """The changing web: ``config.changing``, or ``changing=True`` (the defaults) or a
         ``ChangeConfig``, with the server flags' overrides (``change_speed`` ...); ``start_epoch``
         pins its clock (default: the server's start). ``self.start_epoch`` is the one it used.
-        ``hidden``: also serve the hidden site (``HiddenConfig``) on the next address."""
+        ``hidden``: also serve the hidden site (``HiddenConfig``) on the next address. ``flaky``:
+        host indexes refusing first requests (see the module docstring)."""
+        super().__init__(access_log=access_log, ip_base=ip_base, port=port, start_timeout=start_timeout)
         self.config = _with_changes(config, changing, speed=change_speed, static_share=static_share,
                                     min_interval=min_interval, max_interval=max_interval)
         self.start_epoch = start_epoch
+        self.latency_ms = latency_ms
+        self.flaky = tuple(flaky)
+        self.flaky_share = flaky_share
         self.hidden_config = (HiddenConfig() if hidden is True
                               else hidden if isinstance(hidden, HiddenConfig) else None)
         self.hidden_url: str | None = None
         self.hidden_site: HiddenSite | None = None
-        self.latency_ms = latency_ms
-        self.flaky = tuple(flaky)
-        self.flaky_share = flaky_share
-        self.access_log = Path(access_log) if access_log is not None else None
-        self.ip_base = ip_base
-        self.start_timeout = start_timeout
-        self._port_req = port
-        self.port: int | None = None
-        self.base_urls: list[str] = []
         self.web: DemoWeb | None = None
-        self.proc: subprocess.Popen | None = None
-        self._finalizer: weakref.finalize | None = None
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
 
     def command(self) -> list[str]:
         c = self.config
@@ -432,10 +248,7 @@ class DemoServer:
                "--page-kb", f"{c.page_kb[0]},{c.page_kb[1]}", "--topics", str(c.topics),
                "--cross-host-links", repr(c.cross_host_links), "--popular-links", repr(c.popular_links),
                "--crawl-delay", repr(c.crawl_delay),
-               "--latency-ms", repr(float(self.latency_ms)), "--ip-base", self.ip_base,
-               "--port", str(self._port_req), "--parent-pid", str(os.getpid()), "--watch-stdin"]
-        if self.access_log is not None:
-            cmd += ["--access-log", str(self.access_log)]
+               "--latency-ms", repr(float(self.latency_ms)), *self.process_args()]
         if self.flaky:
             cmd += ["--flaky", ",".join(map(str, self.flaky)), "--flaky-share", repr(self.flaky_share)]
         ch = c.changing
@@ -450,78 +263,12 @@ class DemoServer:
             cmd += ["--hidden", json.dumps(dataclasses.asdict(self.hidden_config))]
         return cmd
 
-    def start(self) -> "DemoServer":
-        if self.proc is not None:
-            raise RuntimeError("DemoServer already started")
-        env = dict(os.environ)
-        src = str(Path(__file__).resolve().parents[2])   # make `-m skitter...` work uninstalled
-        env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self._stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._stderr, env=env, close_fds=True)
-        # stops the process if the object is dropped unstopped, or at interpreter exit
-        self._finalizer = weakref.finalize(self, _stop_process, self.proc)
-        try:
-            line = self._read_line(self.start_timeout)
-            info = json.loads(line)
-        except Exception as exc:
-            _stop_process(self.proc)
-            self._stderr.seek(0)
-            err = self._stderr.read().decode(errors="replace")[-2000:]
-            self.stop()
-            self.proc = None
-            raise RuntimeError(f"demo server did not start: {exc}\n{err}") from None
-        self.port = info["port"]
-        self.base_urls = info["base_urls"]
-        self.start_epoch = info.get("start_epoch", self.start_epoch)
+    def started(self) -> None:
+        self.start_epoch = self.info.get("start_epoch", self.start_epoch)
         self.web = DemoWeb(self.config, self.base_urls, start_epoch=self.start_epoch)
         if self.hidden_config is not None:
-            self.hidden_url = info["hidden_url"]
-            self.hidden_site = HiddenSite(self.hidden_config, info["hidden_url"])
-        return self
-
-    def _read_line(self, timeout: float) -> str:
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + timeout
-        buf = b""
-        while b"\n" not in buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"no startup line within {timeout} s")
-            ready, _, _ = select.select([fd], [], [], left)
-            if ready:
-                chunk = os.read(fd, 4096)
-                if not chunk:
-                    raise RuntimeError(f"exited with status {self.proc.wait()}")
-                buf += chunk
-        return buf.split(b"\n", 1)[0].decode()
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        _stop_process(self.proc)
-        if self._finalizer is not None:
-            self._finalizer.detach()
-        for f in (self.proc.stdin, self.proc.stdout):
-            try:
-                if f:
-                    f.close()
-            except OSError:
-                pass
-        try:
-            self._stderr.close()
-        except Exception:
-            pass
-
-    def __enter__(self) -> "DemoServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def access_records(self) -> list[dict]:
-        return read_access_log(self.access_log) if self.access_log else []
+            self.hidden_url = self.info["hidden_url"]
+            self.hidden_site = HiddenSite(self.hidden_config, self.hidden_url)
 
 
 if __name__ == "__main__":
