@@ -59,7 +59,6 @@ import math
 import sqlite3
 import time
 import zlib
-from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -361,7 +360,7 @@ class Indexer:
                 docs: list[tuple] = []
                 texts: dict[int, tuple] = {}
                 gone: list[int] = []
-                surface: Counter[str] = Counter()
+                surface: dict[str, int] = {}
                 keep = [r for r in rows if r[8] is not None and not r[4] and not r[5]]
                 anchors = _anchor_texts(idx, [r[0] for r in keep])
                 for (fp, order, url, fetched_at, noindex, dup, near, pr, page_fp, title, desc, kw,
@@ -375,11 +374,8 @@ class Indexer:
                     date = _iso(last_mod) or _iso(fetched_at)
                     docs.append((fp, url, host, hostport, title, date, family, pr, order))
                     meta_text = " ".join(x for x in (desc, kw) if x)
-                    cols = []
-                    for value in (title, meta_text, heads, page_text(text)):
-                        w = analyze.words(value) if value else []
-                        surface.update(w)
-                        cols.append(" ".join(analyze.stem_words(w)) if w else "")
+                    cols = [analyze.column(value, surface) if value else ""
+                            for value in (title, meta_text, heads, page_text(text))]
                     url_text = " ".join(analyze.tokens(analyze.url_words(url)))
                     a_text, a_n = anchors.get(fp, ("", 0))
                     texts[fp] = (cols[0], cols[1], cols[2], url_text, a_text, cols[3])
