@@ -92,9 +92,9 @@ def run_crawl(directory: Path, config: CrawlConfig, *, quiet: bool = False, titl
     interrupted = crawler.interrupted
     del crawler   # its near-duplicate index and frontier: the summary's reads must not add to them
     if config.index_interval >= 0:
-        from .index import update_index
+        from .index.live import finish_index
 
-        update_index(str(directory), True)  # the index equals a rebuild once the crawl stops
+        finish_index(directory)  # what the live indexer had not reached (docs/search.md)
     summary = load_summary(directory)
     summary["interrupted"] = interrupted
     if not quiet:

@@ -77,6 +77,7 @@ INDEX_VERSION = 4   # 4: the anchors table (an index of version 3 is migrated by
 COLUMNS = ("title", "meta", "headings", "url", "anchors", "body")
 MAX_ANCHORS = 500
 CHUNK = 500
+REFRESH_BATCH = 250    # anchor refreshes: the stored columns of this many pages in memory at once
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -134,9 +135,9 @@ def index_path(crawl_dir: Path | str) -> Path:
     return Path(crawl_dir) / INDEX_NAME
 
 
-def open_index(crawl_dir: Path | str, *, readonly: bool = True) -> sqlite3.Connection:
+def open_index(crawl_dir: Path | str, *, readonly: bool = True, cache_kb: int = 64000) -> sqlite3.Connection:
     """A connection to ``DIR/index.db``. Read-only opens raise IndexMissingError when there is no
-    index; writable opens create it."""
+    index; writable opens create it. ``cache_kb``: SQLite's page cache for it (KiB)."""
     crawl_dir = Path(crawl_dir)
     path = index_path(crawl_dir)
     if readonly:
@@ -153,7 +154,7 @@ def open_index(crawl_dir: Path | str, *, readonly: bool = True) -> sqlite3.Conne
         if not readonly:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA cache_size = -64000")
+        conn.execute(f"PRAGMA cache_size = -{int(cache_kb)}")
         if readonly:
             row = conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
             if row is None or json.loads(row[0]) != INDEX_VERSION:
@@ -199,14 +200,29 @@ class Indexer:
     >>> Indexer(crawl_dir).rebuild()   # from scratch
     """
 
-    def __init__(self, crawl_dir: Path | str, *, chunk: int = CHUNK) -> None:
+    def __init__(self, crawl_dir: Path | str, *, chunk: int = CHUNK, cache_kb: int = 64000) -> None:
         self.crawl_dir = Path(crawl_dir)
         self.crawl_path = self.crawl_dir / DB_NAME
         if not self.crawl_path.exists():
             raise CrawlDirError(f"{self.crawl_dir} is not a crawl directory (no {DB_NAME})")
         self.chunk = chunk
+        self.cache_kb = cache_kb
+        self._conns: tuple[sqlite3.Connection, sqlite3.Connection] | None = None
 
     # -- connections -------------------------------------------------------------------------
+    def connect(self) -> None:
+        """Keep the two connections open between updates (the live indexer's small steps: the
+        index's page cache survives from one step to the next) until :meth:`close`."""
+        if self._conns is None:
+            self._conns = self._open()
+
+    def close(self) -> None:
+        if self._conns is not None:
+            crawl, idx = self._conns
+            self._conns = None
+            idx.close()
+            crawl.close()
+
     def _open(self) -> tuple[sqlite3.Connection, sqlite3.Connection]:
         crawl = connect(self.crawl_path, readonly=True)
         try:
@@ -214,7 +230,7 @@ class Indexer:
         except sqlite3.Error as exc:
             crawl.close()
             raise CrawlDirError(f"cannot read the crawl database {self.crawl_path}: {exc}") from None
-        idx = open_index(self.crawl_dir, readonly=False)
+        idx = open_index(self.crawl_dir, readonly=False, cache_kb=self.cache_kb)
         idx.executescript(SCHEMA)
         if _get(idx, "version") is None:
             _set(idx, "version", INDEX_VERSION)
@@ -252,15 +268,19 @@ class Indexer:
 
     def update(self, *, progress: Callable[[UpdateStats], None] | None = None,
                optimize: bool = False, max_pages: int | None = None,
-               exact_anchors: bool = True) -> UpdateStats:
-        """Index what the crawl stored since the last update. Returns what was done.
+               exact_anchors: bool = True, marks: bool = True) -> UpdateStats:
+        """Index what the crawl stored since the last update (at most about ``max_pages`` pages:
+        whole chunks). Returns what was done.
 
-        ``exact_anchors=False`` (for the periodic updates during a crawl) refreshes the anchor
-        text of a page only when its number of incoming anchors at least doubled since it was
-        indexed; the default brings every page's anchors up to date, as a rebuild would."""
+        ``exact_anchors=False`` (for the updates during a crawl and the one when it stops)
+        refreshes the anchor text of a page only when its number of incoming anchors at least
+        doubled since it was indexed; the default brings every page's anchors up to date, as a
+        rebuild would. ``marks=False`` leaves PageRank and near-duplicate families for a later
+        update (their check reads every fetch: the live indexer's steps skip it)."""
         t0 = time.perf_counter()
         stats = UpdateStats()
-        crawl, idx = self._open()
+        kept = self._conns is not None
+        crawl, idx = self._conns if kept else self._open()
         try:
             self._refresh_anchors(crawl, idx, stats, exact_anchors)
             while max_pages is None or stats.indexed < max_pages:
@@ -269,15 +289,22 @@ class Indexer:
                 stats.seconds = time.perf_counter() - t0
                 if progress is not None:
                     progress(stats)
-            self._refresh_marks(crawl, idx, stats)
+            if marks:
+                self._refresh_marks(crawl, idx, stats)
             if optimize:
                 idx.execute("INSERT INTO fts (fts) VALUES ('optimize')")
-            stats.docs = idx.execute("SELECT count(*) FROM docs").fetchone()[0]
+            stats.docs = _get(idx, "n_docs", 0) if kept else idx.execute("SELECT count(*) FROM docs").fetchone()[0]
+        except BaseException:
+            if kept:        # a step that failed: the next one opens afresh
+                self._conns = None
+                kept = False
+            raise
         finally:
             if idx.in_transaction:
                 idx.execute("ROLLBACK")
-            idx.close()
-            crawl.close()
+            if not kept:
+                idx.close()
+                crawl.close()
         stats.seconds = time.perf_counter() - t0
         return stats
 
@@ -294,7 +321,8 @@ class Indexer:
             return {"exists": False, "docs": 0, "last_order": 0, "crawl_order": max_order}
         try:
             return {"exists": True, "docs": idx.execute("SELECT count(*) FROM docs").fetchone()[0],
-                    "last_order": _get(idx, "last_order", 0), "crawl_order": max_order}
+                    "last_order": _get(idx, "last_order", 0), "crawl_order": max_order,
+                    "anchors_pending": bool(_get(idx, "anchors_pending", False))}
         finally:
             idx.close()
 
@@ -327,10 +355,12 @@ class Indexer:
                             targets.append(fp)
                         elif c != n:
                             pending = True
-            if targets:
-                anchors = _anchor_texts(idx, sorted(targets))
-                old = _stored_columns(idx, sorted(targets))
-                a = COLUMNS.index("anchors")
+            targets.sort()
+            a = COLUMNS.index("anchors")
+            for i in range(0, len(targets), REFRESH_BATCH):   # memory: a batch's columns at a time
+                part = targets[i:i + REFRESH_BATCH]
+                anchors = _anchor_texts(idx, part)
+                old = _stored_columns(idx, part)
                 new = {}
                 for fp, cols in old.items():
                     cols = list(cols)
