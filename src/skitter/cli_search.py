@@ -54,6 +54,9 @@ def _index_note(status: dict, directory: str) -> None:
     if status["exists"] and behind > 0:
         click.echo(f"note: the index is {behind} fetches behind the crawl "
                    f"(`skitter index {directory} --update` catches up)", err=True)
+    elif status.get("anchors_pending"):
+        click.echo("note: the anchor text of some pages is partial, as the crawl left it "
+                   f"(`skitter index {directory} --update` completes it)", err=True)
 
 
 def _print_results(res) -> None:
