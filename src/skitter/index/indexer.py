@@ -406,7 +406,7 @@ class Indexer:
                     meta_text = " ".join(x for x in (desc, kw) if x)
                     cols = [analyze.column(value, surface) if value else ""
                             for value in (title, meta_text, heads, page_text(text))]
-                    url_text = " ".join(analyze.tokens(analyze.url_words(url)))
+                    url_text = analyze.column(analyze.url_words(url), {})
                     a_text, a_n = anchors.get(fp, ("", 0))
                     texts[fp] = (cols[0], cols[1], cols[2], url_text, a_text, cols[3])
                     docs[-1] += (_pack(texts[fp]), a_n)
@@ -421,7 +421,7 @@ class Indexer:
                             " fetch_order, cols, n_anchors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", docs)
             _fts_insert(idx, texts)
             if surface:
-                stems = analyze.stem_words(list(surface))
+                stems = analyze.index_stem_words(list(surface))
                 idx.executemany(
                     "INSERT INTO words (word, stem, len, n) VALUES (?, ?, ?, ?)"
                     " ON CONFLICT (word) DO UPDATE SET n = n + excluded.n",
@@ -559,7 +559,7 @@ def _anchor_texts(idx: sqlite3.Connection, fps: list[int]) -> dict[int, tuple[st
         part = fps[i:i + 500]
         for dst, n, text in idx.execute(
                 f"SELECT dst, n, text FROM anchors WHERE dst IN ({','.join('?' * len(part))})", part):
-            out[dst] = (" ".join(analyze.tokens(text)), n)
+            out[dst] = (analyze.column(text, {}), n)
     return out
 
 

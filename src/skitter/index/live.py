@@ -32,17 +32,18 @@ __all__ = ["LiveIndexer", "live_step", "live_close", "finish_index", "STEP", "LI
 log = logging.getLogger(__name__)
 
 STEP = 250              # pages a step indexes at most (one transaction)
-LIVE_CACHE_KB = 8000    # SQLite page cache of the step's index.db connection (the default is 64 MB)
+LIVE_CACHE_KB = 4000    # SQLite page cache of the step's index.db connection (the default is 64 MB)
 
 _OPEN: dict[str, Indexer] = {}   # in the process that runs the steps: directory -> open indexer
 
 
-def live_step(crawl_dir: str, step: int = STEP) -> dict:
+def live_step(crawl_dir: str, step: int = STEP, cache_kb: int = LIVE_CACHE_KB) -> dict:
     """One step of the live index, in whichever process runs it: new anchors (lazy rule), then at
-    most ``step`` new pages, one transaction. Returns the step's ``UpdateStats`` as a dict."""
+    most ``step`` new pages, one transaction. Returns the step's ``UpdateStats`` as a dict.
+    ``cache_kb``: the index connection's page cache (the first step's value is kept)."""
     ix = _OPEN.get(crawl_dir)
     if ix is None:
-        ix = Indexer(crawl_dir, chunk=step, cache_kb=LIVE_CACHE_KB)
+        ix = Indexer(crawl_dir, chunk=step, cache_kb=cache_kb)
         ix.connect()
         _OPEN[crawl_dir] = ix
     try:
@@ -77,11 +78,12 @@ class LiveIndexer:
     (the pool's ``close`` waits for it) and its work is committed."""
 
     def __init__(self, directory: str | Path, *, pool: WorkerPool | None = None,
-                 pause: float = 1.0, step: int = STEP) -> None:
+                 pause: float = 1.0, step: int = STEP, cache_kb: int = LIVE_CACHE_KB) -> None:
         self.directory = str(directory)
         self.pool = pool
         self.pause = pause
         self.step = step
+        self.cache_kb = cache_kb
         self.steps = 0
         self.indexed = 0
         self.anchors_refreshed = 0
@@ -95,7 +97,7 @@ class LiveIndexer:
                 await pool.start()
             while True:
                 try:
-                    r = await pool.submit(live_step, self.directory, self.step)
+                    r = await pool.submit(live_step, self.directory, self.step, self.cache_kb)
                 except (SkitterError, WorkerDied) as exc:   # e.g. an index from another version
                     log.warning("live indexing stopped: %s", exc)
                     return
