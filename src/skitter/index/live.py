@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from pathlib import Path
 
 from ..errors import SkitterError
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 
 STEP = 250              # pages a step indexes at most (one transaction)
 LIVE_CACHE_KB = 4000    # SQLite page cache of the step's index.db connection (the default is 64 MB)
+MAX_FAILURES = 3        # database errors in a row (the step reopens its connections) before giving up
 
 _OPEN: dict[str, Indexer] = {}   # in the process that runs the steps: directory -> open indexer
 
@@ -75,7 +77,9 @@ class LiveIndexer:
 
     ``pool``: run the steps there (e.g. the crawl's analysis workers); by default in a process of
     the indexer's own. Cancelling waits for nothing: the step in progress finishes in its process
-    (the pool's ``close`` waits for it) and its work is committed."""
+    (the pool's ``close`` waits for it) and its work is committed. An error of the index (another
+    version, a database error three steps in a row) stops the live index with a warning, never
+    the crawl: the crawl's last update tries again."""
 
     def __init__(self, directory: str | Path, *, pool: WorkerPool | None = None,
                  pause: float = 1.0, step: int = STEP, cache_kb: int = LIVE_CACHE_KB) -> None:
@@ -95,12 +99,22 @@ class LiveIndexer:
         try:
             if own:
                 await pool.start()
+            failures = 0
             while True:
                 try:
                     r = await pool.submit(live_step, self.directory, self.step, self.cache_kb)
                 except (SkitterError, WorkerDied) as exc:   # e.g. an index from another version
                     log.warning("live indexing stopped: %s", exc)
                     return
+                except sqlite3.Error as exc:   # e.g. `skitter index DIR` rebuilding it meanwhile
+                    failures += 1
+                    if failures >= MAX_FAILURES:
+                        log.warning("live indexing stopped: %s", exc)
+                        return
+                    log.warning("live indexing: %s (trying again)", exc)
+                    await asyncio.sleep(max(self.pause, 1.0))
+                    continue
+                failures = 0
                 self.steps += 1
                 self.indexed += r["indexed"]
                 self.anchors_refreshed += r["anchors_refreshed"]
