@@ -99,7 +99,7 @@ def _column_py(text: str, counts: dict[str, int]) -> str:
 
 # The compiled analyzer (skitter._speedups, if built; SKITTER_PURE_PYTHON=1 runs the Python code):
 # the same words in one pass over the text, and column() looks each word up in a vocabulary that
-# keeps its str and its stem (docs/benchmarks.md, "The live index": 0.19 instead of 1.9 ms a 25 KB page);
+# keeps its str and its stem (docs/benchmarks.md, "The live index": 0.2 instead of 1.6 ms a 25 KB page);
 # tests/unit/test_speedups.py checks that both give the same results. The vocabulary is forgotten
 # when it holds more than VOCABULARY words (about 150 bytes each); its stems come from a stemmer of
 # its own without PyStemmer's cache, which would hold the same words again.
