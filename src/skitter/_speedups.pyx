@@ -1169,6 +1169,7 @@ cdef Py_ssize_t *_occ = NULL            # column(): the entries of the text's wo
 cdef Py_ssize_t _occ_n = 0, _occ_cap = 0
 cdef Py_ssize_t *_touched = NULL        # column(): the distinct entries met
 cdef Py_ssize_t _touched_n = 0
+cdef bint _in_column = False            # a column() call is running (it may let other threads run)
 
 
 cdef void _vocab_clear() noexcept:
@@ -1396,6 +1397,10 @@ cdef int _scan(str text, list out) except -1:
     return 0
 
 
+class ColumnBusy(RuntimeError):
+    """column() was called while another thread's call runs (the vocabulary is one)."""
+
+
 def words(str text):
     """``skitter.index.analyze.words(text)`` (after :func:`analyzer_setup`)."""
     cdef list out = []
@@ -1410,8 +1415,8 @@ def vocabulary_size():
 
 def clear_vocabulary():
     """Forget the vocabulary (``analyze.column`` does when it holds more than its limit)."""
-    if _occ_n:
-        raise RuntimeError("clear_vocabulary() during column()")
+    if _in_column:
+        raise ColumnBusy("clear_vocabulary() during column()")
     _vocab_clear()
 
 
@@ -1421,15 +1426,16 @@ def column(str text, dict counts, stem_words):
     each word's str and stem (so a word met again costs no allocation, no stemming and one
     ``counts`` update per text, not per occurrence); the stems of words met for the first time
     come from one call of ``stem_words`` (a list of words -> the list of their stems)."""
-    global _occ_n, _touched_n
+    global _occ_n, _touched_n, _in_column
     cdef Py_ssize_t i, k, n
     cdef VEntry *e
     cdef list misses
     cdef list out
     cdef object w, got, s
     cdef PyObject *p
-    if _occ_n or _touched_n:
-        raise RuntimeError("column() is not reentrant")
+    if _in_column:   # another thread's call (fold_char and stem_words are Python: they may switch)
+        raise ColumnBusy("column() is running in another thread")
+    _in_column = True
     try:
         _scan(text, None)
         n = _occ_n
@@ -1466,3 +1472,4 @@ def column(str text, dict counts, stem_words):
             _vt[_touched[k]].n = 0
         _occ_n = 0
         _touched_n = 0
+        _in_column = False

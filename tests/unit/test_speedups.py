@@ -414,3 +414,44 @@ def test_compiled_analyzer_on_pages_nobody_here_wrote() -> None:
     for f in files[::2]:
         text = parse.parse_html(f.read_bytes(), f.as_uri()).text or ""
         agree(text)
+
+
+@needs_analyzer
+def test_compiled_column_from_several_threads() -> None:
+    """One vocabulary: a call while another thread's runs (its stemmer let the other thread in)
+    is refused with ColumnBusy, and analyze.column then gives the same result in Python."""
+    import threading
+    import time as _time
+
+    def slow_stemmer(ws):
+        _time.sleep(0.05)      # lets the other thread run
+        return analyze._INDEX_STEMMER.stemWords(ws)
+
+    analyze._speedups.clear_vocabulary()
+    started = threading.Event()
+
+    def first():
+        started.set()
+        analyze._speedups.column("quiet harbour ships", {}, slow_stemmer)
+
+    t = threading.Thread(target=first)
+    t.start()
+    started.wait()
+    _time.sleep(0.01)
+    with pytest.raises(analyze._speedups.ColumnBusy):
+        analyze._speedups.column("other words", {}, slow_stemmer)
+    t.join()
+    texts = [f"thread {i} Café ships harbour {i * 7} words" * 50 for i in range(8)]
+    want = [analyze._column_py(x, {}) for x in texts]
+    got: list = [None] * len(texts)
+
+    def work(i):
+        for _ in range(20):
+            got[i] = analyze.column(texts[i], {})
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(texts))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert got == want

@@ -114,9 +114,12 @@ if _speedups is not None:
     _speedups.analyzer_setup(STOP_WORDS, MAX_TOKEN, _fold_char)
 
     def _column_compiled(text: str, counts: dict[str, int]) -> str:
-        if _speedups.vocabulary_size() > VOCABULARY:
-            _speedups.clear_vocabulary()
-        return _speedups.column(text, counts, _INDEX_STEMMER.stemWords)
+        try:
+            if _speedups.vocabulary_size() > VOCABULARY:
+                _speedups.clear_vocabulary()
+            return _speedups.column(text, counts, _INDEX_STEMMER.stemWords)
+        except _speedups.ColumnBusy:   # another thread is in it (one vocabulary): the same in Python
+            return _column_py(text, counts)
 
     words = _speedups.words
     column = _column_compiled
