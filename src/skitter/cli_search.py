@@ -103,7 +103,7 @@ def index_cmd(directory: str, incremental: bool, quiet: bool) -> None:
         if tty:
             click.echo(f"\rindexed {s.indexed} pages ({s.rate:.0f} pages/s)", err=True, nl=False)
 
-    stats = indexer.update(progress=progress) if incremental else indexer.rebuild(progress=progress)
+    stats = indexer.update(progress=progress, pipelined=True) if incremental else indexer.rebuild(progress=progress)
     if tty:
         click.echo("", err=True)
     if not quiet:

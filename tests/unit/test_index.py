@@ -165,7 +165,8 @@ def test_a_corrupt_page_text_is_one_error_line(crawl, tmp_path):
     assert res.stderr.strip().splitlines() == [res.stderr.strip()] and "corrupt page text" in res.stderr
 
 
-def test_a_chunk_that_fails_is_rolled_back_and_the_next_update_redoes_it(crawl, tmp_path):
+@pytest.mark.parametrize("pipelined", [False, True])
+def test_a_chunk_that_fails_is_rolled_back_and_the_next_update_redoes_it(crawl, tmp_path, pipelined):
     """Each chunk of pages is one transaction on index.db: a page that cannot be read (corrupt
     text) in the third chunk leaves the first two indexed and nothing of the third; once the page
     is readable again, an update gives what a rebuild gives."""
@@ -179,7 +180,7 @@ def test_a_chunk_that_fails_is_rolled_back_and_the_next_update_redoes_it(crawl, 
     conn.execute("UPDATE pages SET text = ? WHERE fp = ?", (b"not deflate", fp))
     conn.commit()
     with pytest.raises(CrawlDirError, match="corrupt page text"):
-        Indexer(tmp_path, chunk=37).update()
+        Indexer(tmp_path, chunk=37).update(pipelined=pipelined)
     idx = sqlite3.connect(tmp_path / "index.db")
     last = json.loads(idx.execute("SELECT value FROM meta WHERE key = 'last_order'").fetchone()[0])
     idx.close()
@@ -189,7 +190,7 @@ def test_a_chunk_that_fails_is_rolled_back_and_the_next_update_redoes_it(crawl, 
     conn.execute("UPDATE pages SET text = ? WHERE fp = ?", (text, fp))
     conn.commit()
     conn.close()
-    Indexer(tmp_path, chunk=37).update()
+    Indexer(tmp_path, chunk=37).update(pipelined=pipelined)
     assert fts_rows(tmp_path) == fts_rows(d)
 
 

@@ -68,7 +68,7 @@ def finish_index(crawl_dir: str | Path) -> dict:
     ("A just-finished crawl's index"); ``skitter index DIR --update`` makes every anchor column
     exact."""
     # in the crawl process, whose memory the summary is measured with: the live step's small cache
-    return Indexer(crawl_dir, cache_kb=LIVE_CACHE_KB).update(exact_anchors=False).as_dict()
+    return Indexer(crawl_dir, cache_kb=LIVE_CACHE_KB).update(exact_anchors=False, pipelined=True).as_dict()
 
 
 class LiveIndexer:
