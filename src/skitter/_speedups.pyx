@@ -9,7 +9,10 @@ their Python versions, which stay the reference the tests compare these with):
   normalisation, k-gram hashing and winnowing selection, each in one pass instead of several
   NumPy passes;
 - :func:`count_postings`, :func:`gen_candidates`, :func:`run_lookup`, :func:`merge_runs`: the
-  near-duplicate index's lookups and merges (``skitter.dedup.NearDupIndex``, ``_Run``).
+  near-duplicate index's lookups and merges (``skitter.dedup.NearDupIndex``, ``_Run``);
+- :func:`words`, :func:`column`: the search index's analyzer (``skitter.index.analyze.words`` and
+  ``.column``): case folding, diacritics, the split into words, stop words and the length limit in
+  one pass over the text, and the stems from a cache.
 
 The tree is the one selectolax built: a node's address is its ``mem_id``. selectolax does not
 publish lexbor's headers or C API to other extensions, so the structure layouts below are
@@ -21,13 +24,27 @@ any difference and the Python walk is used.
 
 from libc.stdint cimport uintptr_t, uint64_t, uint32_t, int32_t, int64_t
 from libc.math cimport floor
-from libc.stdlib cimport malloc, realloc, free, qsort
+from libc.stdlib cimport malloc, calloc, realloc, free, qsort
 from libc.string cimport memcmp, memcpy
-from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_DATA
+from cpython.unicode cimport (PyUnicode_DecodeUTF8, PyUnicode_DATA, PyUnicode_READ, PyUnicode_KIND,
+                              PyUnicode_GET_LENGTH, Py_UNICODE_ISALNUM, PyUnicode_FromKindAndData,
+                              PyUnicode_1BYTE_KIND, PyUnicode_4BYTE_KIND)
+from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
+from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
-import numpy as np
+# numpy is imported when first needed (gen_candidates): the index process, which uses only the
+# tokenizer, does not load it (about 15 MB of its memory)
+cdef object np = None
+
+
+cdef _import_numpy():
+    global np
+    import numpy
+    np = numpy
 
 cdef extern from *:
     void __builtin_prefetch(const void *addr) nogil
@@ -961,6 +978,8 @@ def gen_candidates(list runs, const uint64_t[::1] keys, const int32_t[::1] sk_le
         qsort(docs, at, sizeof(uint32_t), _cmp_u32)
         for i in range(at):
             found += i == 0 or docs[i] != docs[i - 1]
+        if np is None:
+            _import_numpy()
         a = np.empty(found, dtype=np.int64)
         b = np.empty(found, dtype=np.int64)
         out_docs = a
@@ -1016,3 +1035,441 @@ def merge_runs(const uint64_t[::1] k1, const uint32_t[::1] d1, const uint64_t[::
             docs[o] = d2[j]
             j += 1
             o += 1
+
+
+# ------------------------------------------------------------------------------------------------
+# the search index's analyzer (skitter.index.analyze.words, .column)
+#
+# words(text) == [w for w in re.findall(r"[^\W_]+", fold(text)) if w not in stop and len(w) <= max]
+# where fold(text) maps each character of text.lower() that is not ASCII to fold_char(c) (NFKD,
+# combining marks dropped, lower case: skitter.index.analyze). `[^\W_]` is exactly
+# Py_UNICODE_ISALNUM (str.isalnum), which is what re's \w tests, less "_". One pass: the folded
+# form of a non-ASCII character comes from a cache; an ASCII word is checked against the stop
+# words in a small hash table of its bytes before a str is made of it.
+
+cdef enum:
+    STOP_SLOTS = 1024          # a power of two, > 4 x the stop words
+    STOP_MAX = 16              # ASCII stop words up to this length are in the table
+    WORD_BUF = 64              # characters kept of a word: max_token must be below
+    FOLD_SMALL = 0x3000        # code points below: folded forms in a list, above: in a dict
+
+cdef uint64_t _stop_a[STOP_SLOTS]
+cdef uint64_t _stop_b[STOP_SLOTS]
+cdef unsigned char _stop_len[STOP_SLOTS]    # 0: an empty slot
+cdef frozenset _stop_set = frozenset()
+cdef bint _stop_long = False                # an ASCII stop word longer than STOP_MAX exists
+cdef Py_ssize_t _max_token = 0
+cdef object _fold_char = None
+cdef list _fold_small = [None] * FOLD_SMALL
+cdef dict _fold_big = {}
+cdef list _latin1_fold = [None] * 256       # the folded form of chr(c).lower(), c >= 128
+cdef bint _analyzer_ready = False
+
+
+cdef inline uint64_t _stop_slot(uint64_t a, uint64_t b, Py_ssize_t n) noexcept nogil:
+    return ((a * <uint64_t>0x9E3779B97F4A7C15ULL) ^ (b * <uint64_t>0xC2B2AE3D27D4EB4FULL) ^ <uint64_t>n) >> 40
+
+
+cdef inline void _pack16(const unsigned char *w, Py_ssize_t n, uint64_t *a, uint64_t *b) noexcept nogil:
+    cdef Py_ssize_t i
+    a[0] = 0
+    b[0] = 0
+    for i in range(n if n < 8 else 8):
+        a[0] |= (<uint64_t>w[i]) << (8 * i)
+    for i in range(8, n):
+        b[0] |= (<uint64_t>w[i]) << (8 * (i - 8))
+
+
+cdef inline bint _is_stop_ascii(const unsigned char *w, Py_ssize_t n) noexcept nogil:
+    cdef uint64_t a, b, h
+    if n > STOP_MAX:
+        return False
+    _pack16(w, n, &a, &b)
+    h = _stop_slot(a, b, n) & (STOP_SLOTS - 1)
+    while _stop_len[h]:
+        if _stop_len[h] == n and _stop_a[h] == a and _stop_b[h] == b:
+            return True
+        h = (h + 1) & (STOP_SLOTS - 1)
+    return False
+
+
+def analyzer_setup(stop_words, Py_ssize_t max_token, fold_char):
+    """Give the analyzer its stop words (a set of str), word length limit and the function that
+    folds one non-ASCII character (``skitter.index.analyze._fold_char``)."""
+    global _stop_set, _stop_long, _max_token, _fold_char, _fold_big, _analyzer_ready
+    cdef bytes raw
+    cdef uint64_t a, b, h
+    cdef Py_ssize_t i
+    if not 0 < max_token < WORD_BUF:
+        raise ValueError(f"max_token must be in 1..{WORD_BUF - 1}")
+    stop = frozenset(stop_words)
+    if len(stop) * 4 > STOP_SLOTS:
+        raise ValueError("too many stop words for the compiled analyzer's table")
+    for i in range(STOP_SLOTS):
+        _stop_len[i] = 0
+    _stop_long = False
+    for w in stop:
+        if not w.isascii():
+            continue
+        if len(w) > STOP_MAX:
+            _stop_long = True
+            continue
+        raw = w.encode()
+        _pack16(raw, len(raw), &a, &b)
+        h = _stop_slot(a, b, len(raw)) & (STOP_SLOTS - 1)
+        while _stop_len[h]:
+            h = (h + 1) & (STOP_SLOTS - 1)
+        _stop_a[h] = a
+        _stop_b[h] = b
+        _stop_len[h] = len(raw)
+    _stop_set = stop
+    _max_token = max_token
+    _fold_char = fold_char
+    for i in range(FOLD_SMALL):
+        _fold_small[i] = None
+    _fold_big = {}
+    for i in range(128, 256):
+        _latin1_fold[i] = "".join([x if x.isascii() else fold_char(x) for x in chr(i).lower()])
+    _analyzer_ready = True
+
+
+cdef object _folded(Py_UCS4 ch):
+    """fold_char(chr(ch)), cached."""
+    cdef object f
+    cdef PyObject *p
+    if ch < FOLD_SMALL:
+        f = <object>PyList_GET_ITEM(_fold_small, <Py_ssize_t>ch)
+        if f is None:
+            f = _fold_char(chr(ch))
+            if type(f) is not str:
+                raise TypeError("fold_char must return a str")
+            _fold_small[<Py_ssize_t>ch] = f
+        return f
+    cdef object key = <long>ch
+    p = PyDict_GetItem(_fold_big, key)
+    if p != NULL:
+        return <object>p
+    f = _fold_char(chr(ch))
+    if type(f) is not str:
+        raise TypeError("fold_char must return a str")
+    if len(_fold_big) < 65536:
+        _fold_big[key] = f
+    return f
+
+
+cdef struct VEntry:
+    uint64_t h
+    PyObject *word          # owned; NULL: an empty slot
+    PyObject *stem          # owned; NULL: not stemmed yet
+    Py_ssize_t n            # occurrences in the current column() call
+
+cdef VEntry *_vt = NULL     # the vocabulary: open addressing, at most half full
+cdef Py_ssize_t _vt_cap = 0, _vt_used = 0
+cdef Py_ssize_t *_occ = NULL            # column(): the entries of the text's words, in order
+cdef Py_ssize_t _occ_n = 0, _occ_cap = 0
+cdef Py_ssize_t *_touched = NULL        # column(): the distinct entries met
+cdef Py_ssize_t _touched_n = 0
+cdef bint _in_column = False            # a column() call is running (it may let other threads run)
+
+
+cdef void _vocab_clear() noexcept:
+    global _vt, _vt_cap, _vt_used
+    cdef Py_ssize_t i
+    if _vt != NULL:
+        for i in range(_vt_cap):
+            if _vt[i].word != NULL:
+                Py_XDECREF(_vt[i].word)
+                Py_XDECREF(_vt[i].stem)
+        free(_vt)
+    _vt = NULL
+    _vt_cap = 0
+    _vt_used = 0
+
+
+cdef int _vocab_grow() except -1:
+    global _vt, _vt_cap
+    cdef Py_ssize_t cap = _vt_cap * 2 if _vt_cap else 4096, i, j
+    cdef VEntry *t = <VEntry *> calloc(cap, sizeof(VEntry))
+    cdef Py_ssize_t *remap
+    if t == NULL:
+        raise MemoryError()
+    remap = <Py_ssize_t *> malloc((_vt_cap if _vt_cap else 1) * sizeof(Py_ssize_t))
+    if remap == NULL:
+        free(t)
+        raise MemoryError()
+    for i in range(_vt_cap):
+        if _vt[i].word != NULL:
+            j = _vt[i].h & (cap - 1)
+            while t[j].word != NULL:
+                j = (j + 1) & (cap - 1)
+            t[j] = _vt[i]
+            remap[i] = j
+    for i in range(_occ_n):             # entries already met in this call move
+        _occ[i] = remap[_occ[i]]
+    for i in range(_touched_n):
+        _touched[i] = remap[_touched[i]]
+    free(remap)
+    free(_vt)
+    _vt = t
+    _vt_cap = cap
+    return 0
+
+
+cdef inline uint64_t _word_hash(const Py_UCS4 *w, Py_ssize_t n) noexcept nogil:
+    cdef uint64_t h = <uint64_t>14695981039346656037ULL
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = (h ^ <uint64_t>w[i]) * <uint64_t>1099511628211ULL
+    return h ^ (h >> 29)
+
+
+cdef inline bint _word_is(PyObject *s, const Py_UCS4 *w, Py_ssize_t n) noexcept:
+    cdef object o = <object>s
+    cdef int kind
+    cdef void *data
+    cdef Py_ssize_t i
+    if PyUnicode_GET_LENGTH(o) != n:
+        return False
+    kind = PyUnicode_KIND(o)
+    data = PyUnicode_DATA(o)
+    for i in range(n):
+        if PyUnicode_READ(kind, data, i) != w[i]:
+            return False
+    return True
+
+
+cdef int _vocab_add(const Py_UCS4 *w, Py_ssize_t n, object s) except -1:
+    """Count one occurrence of the word w[:n] (its str is ``s`` if already made, else None)."""
+    global _vt_used, _occ, _occ_cap, _occ_n, _touched, _touched_n
+    cdef uint64_t h = _word_hash(w, n)
+    cdef Py_ssize_t i
+    cdef Py_ssize_t *grown
+    if (_vt_used + 1) * 2 > _vt_cap:
+        _vocab_grow()
+    i = h & (_vt_cap - 1)
+    while _vt[i].word != NULL:
+        if _vt[i].h == h and _word_is(_vt[i].word, w, n):
+            break
+        i = (i + 1) & (_vt_cap - 1)
+    else:
+        if s is None:
+            s = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, w, n)
+        Py_INCREF(s)
+        _vt[i].word = <PyObject *>s
+        _vt[i].stem = NULL
+        _vt[i].h = h
+        _vt[i].n = 0
+        _vt_used += 1
+    if _occ_n == _occ_cap:
+        _occ_cap = _occ_cap * 2 if _occ_cap else 4096
+        grown = <Py_ssize_t *> realloc(_occ, _occ_cap * sizeof(Py_ssize_t))
+        if grown == NULL:
+            raise MemoryError()
+        _occ = grown
+        grown = <Py_ssize_t *> realloc(_touched, _occ_cap * sizeof(Py_ssize_t))
+        if grown == NULL:
+            raise MemoryError()
+        _touched = grown
+    _occ[_occ_n] = i
+    _occ_n += 1
+    if _vt[i].n == 0:
+        _touched[_touched_n] = i
+        _touched_n += 1
+    _vt[i].n += 1
+    return 0
+
+
+cdef int _emit(list out, const Py_UCS4 *w, Py_ssize_t n, bint ascii) except -1:
+    """A word found: kept (appended to ``out``, or counted in the vocabulary if ``out`` is None)
+    unless it is too long or a stop word."""
+    cdef unsigned char b[WORD_BUF]
+    cdef Py_ssize_t i
+    cdef object s = None
+    if n > _max_token:
+        return 0
+    if ascii:
+        for i in range(n):
+            b[i] = <unsigned char>w[i]
+        if _is_stop_ascii(b, n):
+            return 0
+        if _stop_long and n > STOP_MAX:
+            s = PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, b, n)
+            if s in _stop_set:
+                return 0
+        if out is not None:
+            if s is None:
+                s = PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, b, n)
+            out.append(s)
+            return 0
+    else:
+        s = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, w, n)
+        if s in _stop_set:
+            return 0
+        if out is not None:
+            out.append(s)
+            return 0
+    _vocab_add(w, n, s)
+    return 0
+
+
+cdef struct WordBuf:
+    Py_UCS4 c[WORD_BUF]     # the word's first WORD_BUF characters
+    Py_ssize_t n            # its length so far
+    bint ascii
+
+
+cdef inline int _feed_folded(str f, WordBuf *w, list out) except -1:
+    """The characters of a folded form: letters and digits extend the word, others end it."""
+    cdef int kind = PyUnicode_KIND(f)
+    cdef void *data = PyUnicode_DATA(f)
+    cdef Py_ssize_t j
+    cdef Py_UCS4 c
+    for j in range(PyUnicode_GET_LENGTH(f)):
+        c = PyUnicode_READ(kind, data, j)
+        if (_ALNUM_LOWER[c] != 0) if c < 128 else Py_UNICODE_ISALNUM(c):
+            if w.n < WORD_BUF:
+                w.c[w.n] = c
+            w.n += 1
+            if c >= 128:
+                w.ascii = False
+        elif w.n:
+            _emit(out, w.c, w.n, w.ascii)
+            w.n = 0
+            w.ascii = True
+    return 0
+
+
+cdef int _scan(str text, list out) except -1:
+    """The words of ``text`` to :func:`_emit`. A text of one-byte characters (Latin-1) is read as
+    it is, each character lower-cased and folded through a table (``str.lower`` maps each of them
+    on its own); any other text is lower-cased first (capital sigma's lower case depends on what
+    follows it)."""
+    cdef str low
+    cdef Py_ssize_t n, i
+    cdef int kind
+    cdef void *data
+    cdef const unsigned char *d1
+    cdef Py_UCS4 ch
+    cdef unsigned char a
+    cdef WordBuf w
+    if not _analyzer_ready:
+        raise RuntimeError("analyzer_setup() was not called")
+    w.n = 0
+    w.ascii = True
+    if PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND:
+        n = PyUnicode_GET_LENGTH(text)
+        d1 = <const unsigned char *>PyUnicode_DATA(text)
+        for i in range(n):
+            ch = d1[i]
+            if ch < 128:
+                a = _ALNUM_LOWER[ch]
+                if a:
+                    if w.n < WORD_BUF:
+                        w.c[w.n] = a
+                    w.n += 1
+                elif w.n:
+                    _emit(out, w.c, w.n, w.ascii)
+                    w.n = 0
+                    w.ascii = True
+            else:
+                _feed_folded(<str>PyList_GET_ITEM(_latin1_fold, <Py_ssize_t>ch), &w, out)
+    else:
+        low = text.lower()
+        n = PyUnicode_GET_LENGTH(low)
+        kind = PyUnicode_KIND(low)
+        data = PyUnicode_DATA(low)
+        for i in range(n):
+            ch = PyUnicode_READ(kind, data, i)
+            if ch < 128:
+                a = _ALNUM_LOWER[ch]
+                if a:
+                    if w.n < WORD_BUF:
+                        w.c[w.n] = a
+                    w.n += 1
+                elif w.n:
+                    _emit(out, w.c, w.n, w.ascii)
+                    w.n = 0
+                    w.ascii = True
+            else:
+                _feed_folded(_folded(ch), &w, out)
+    if w.n:
+        _emit(out, w.c, w.n, w.ascii)
+    return 0
+
+
+class ColumnBusy(RuntimeError):
+    """column() was called while another thread's call runs (the vocabulary is one)."""
+
+
+def words(str text):
+    """``skitter.index.analyze.words(text)`` (after :func:`analyzer_setup`)."""
+    cdef list out = []
+    _scan(text, out)
+    return out
+
+
+def vocabulary_size():
+    """Words in the compiled analyzer's vocabulary (each with its stem once stemmed)."""
+    return _vt_used
+
+
+def clear_vocabulary():
+    """Forget the vocabulary (``analyze.column`` does when it holds more than its limit)."""
+    if _in_column:
+        raise ColumnBusy("clear_vocabulary() during column()")
+    _vocab_clear()
+
+
+def column(str text, dict counts, stem_words):
+    """``skitter.index.analyze.column(text, counts)``: the space-joined stems of the words of
+    ``text``, each word counted in ``counts``. The words are looked up in a vocabulary that keeps
+    each word's str and stem (so a word met again costs no allocation, no stemming and one
+    ``counts`` update per text, not per occurrence); the stems of words met for the first time
+    come from one call of ``stem_words`` (a list of words -> the list of their stems)."""
+    global _occ_n, _touched_n, _in_column
+    cdef Py_ssize_t i, k, n
+    cdef VEntry *e
+    cdef list misses
+    cdef list out
+    cdef object w, got, s
+    cdef PyObject *p
+    if _in_column:   # another thread's call (fold_char and stem_words are Python: they may switch)
+        raise ColumnBusy("column() is running in another thread")
+    _in_column = True
+    try:
+        _scan(text, None)
+        n = _occ_n
+        if n == 0:
+            return ""
+        misses = [<object>_vt[_touched[k]].word for k in range(_touched_n) if _vt[_touched[k]].stem == NULL]
+        if misses:
+            got = stem_words(misses)
+            if len(got) != len(misses):
+                raise ValueError("stem_words returned another number of stems")
+            i = 0
+            for k in range(_touched_n):
+                e = &_vt[_touched[k]]
+                if e.stem == NULL:
+                    s = got[i]
+                    if type(s) is not str:
+                        raise TypeError("stem_words must return str")
+                    i += 1
+                    Py_INCREF(s)
+                    e.stem = <PyObject *>s
+        for k in range(_touched_n):
+            e = &_vt[_touched[k]]
+            w = <object>e.word
+            p = PyDict_GetItem(counts, w)
+            PyDict_SetItem(counts, w, e.n if p == NULL else <object>p + e.n)
+        out = PyList_New(n)
+        for i in range(n):
+            s = <object>_vt[_occ[i]].stem
+            Py_INCREF(s)
+            PyList_SET_ITEM(out, i, s)
+        return " ".join(out)
+    finally:
+        for k in range(_touched_n):
+            _vt[_touched[k]].n = 0
+        _occ_n = 0
+        _touched_n = 0
+        _in_column = False

@@ -88,11 +88,11 @@ def run_crawl(directory: Path, config: CrawlConfig, *, quiet: bool = False, titl
             _run(crawler.run())
     interrupted = crawler.interrupted
     del crawler   # its near-duplicate index and frontier: the summary's reads must not add to them
-    if config.index_interval >= 0 and not interrupted:
-        from .index import update_index
+    if config.index_interval >= 0:
+        from .index.live import finish_index
 
-        # the index equals a rebuild once the crawl ends; after Ctrl-C the next run catches up
-        update_index(str(directory), True)
+        # what the live indexer had not reached (docs/search.md), also after Ctrl-C: it is seconds
+        finish_index(directory)
     summary = load_summary(directory)
     summary["interrupted"] = interrupted
     if not quiet:

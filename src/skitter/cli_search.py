@@ -54,6 +54,9 @@ def _index_note(status: dict, directory: str) -> None:
     if status["exists"] and behind > 0:
         click.echo(f"note: the index is {behind} fetches behind the crawl "
                    f"(`skitter index {directory} --update` catches up)", err=True)
+    elif status.get("anchors_pending"):
+        click.echo("note: the anchor text of some pages is partial, as the crawl left it "
+                   f"(`skitter index {directory} --update` completes it)", err=True)
 
 
 def _print_results(res) -> None:
@@ -100,7 +103,7 @@ def index_cmd(directory: str, incremental: bool, quiet: bool) -> None:
         if tty:
             click.echo(f"\rindexed {s.indexed} pages ({s.rate:.0f} pages/s)", err=True, nl=False)
 
-    stats = indexer.update(progress=progress) if incremental else indexer.rebuild(progress=progress)
+    stats = indexer.update(progress=progress, pipelined=True) if incremental else indexer.rebuild(progress=progress)
     if tty:
         click.echo("", err=True)
     if not quiet:

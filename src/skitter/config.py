@@ -77,8 +77,9 @@ SETTINGS: tuple[Setting, ...] = (
             str, ("off", "new-links", "all")),
     Setting("near_dup_window", 50000, "pages the near-duplicate test compares a new page with: the last N "
             "indexed (about 800 bytes each in memory; 0: every page, memory growing with the crawl)", int),
-    Setting("index_interval", 10.0, "seconds between updates of the search index while crawling (0: only "
-            "when the crawl stops; -1: no index, build it later with skitter index)", float),
+    Setting("index_interval", 1.0, "seconds the live search index pauses when it has caught up with the "
+            "crawl (it indexes in steps of 250 pages; 0: only when the crawl stops; -1: no index, build it "
+            "later with skitter index)", float),
     Setting("stall_after", 30.0, "seconds without a request starting or finishing, while URLs are queued, "
             "before the crawl writes what it is waiting for (DIR/crawl.log, skitter stats)", float),
     Setting("obey_robots", True, "obey robots.txt (the benchmark and the demo keep this on)", bool),
@@ -124,7 +125,7 @@ class CrawlConfig:
     analysis_processes: int = -1
     near_duplicates: str = "new-links"
     near_dup_window: int = 50000
-    index_interval: float = 10.0
+    index_interval: float = 1.0
     stall_after: float = 30.0
     obey_robots: bool = True
     # Not user settings: how the crawl was started.

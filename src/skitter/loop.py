@@ -40,7 +40,7 @@ from .decide import Decision, Rules, backoff, decide
 from .dedup import DuplicateTests
 from .errors import BadSeedError, SkitterError
 from .frontier.base import Frontier
-from .index import update_index
+from .index.live import LiveIndexer
 from .linkfilter import LinkFilter
 from .models import Candidate, FetchResult, Outcome, Page
 from .procpool import ProcessDied, ProcessPool
@@ -372,22 +372,12 @@ class Crawler:
                 self.on_progress(self)
 
     async def _indexer(self) -> None:
-        """Keep DIR/index.db current while crawling (docs/search.md), in a process of its own:
-        it reads crawl.db (WAL readers never block the writer) and writes only index.db."""
+        """Keep DIR/index.db current while crawling (skitter.index.live, docs/search.md), in a
+        process of its own: it reads crawl.db (WAL readers never block the writer) and writes
+        only index.db."""
         if self.config.index_interval <= 0:
             return
-        pool = ProcessPool(1)
-        try:
-            await pool.start()
-            while True:
-                await asyncio.sleep(self.config.index_interval)
-                try:
-                    await pool.submit(update_index, str(self.directory))
-                except (SkitterError, ProcessDied) as exc:  # e.g. an index from another version
-                    log.warning("live indexing stopped: %s", exc)
-                    return
-        finally:
-            await pool.close()
+        await LiveIndexer(self.directory, pause=self.config.index_interval).run()
 
     def _finish(self) -> None:
         try:

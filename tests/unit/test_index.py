@@ -165,7 +165,8 @@ def test_a_corrupt_page_text_is_one_error_line(crawl, tmp_path):
     assert res.stderr.strip().splitlines() == [res.stderr.strip()] and "corrupt page text" in res.stderr
 
 
-def test_a_chunk_that_fails_is_rolled_back_and_the_next_update_redoes_it(crawl, tmp_path):
+@pytest.mark.parametrize("pipelined", [False, True])
+def test_a_chunk_that_fails_is_rolled_back_and_the_next_update_redoes_it(crawl, tmp_path, pipelined):
     """Each chunk of pages is one transaction on index.db: a page that cannot be read (corrupt
     text) in the third chunk leaves the first two indexed and nothing of the third; once the page
     is readable again, an update gives what a rebuild gives."""
@@ -179,7 +180,7 @@ def test_a_chunk_that_fails_is_rolled_back_and_the_next_update_redoes_it(crawl, 
     conn.execute("UPDATE pages SET text = ? WHERE fp = ?", (b"not deflate", fp))
     conn.commit()
     with pytest.raises(CrawlDirError, match="corrupt page text"):
-        Indexer(tmp_path, chunk=37).update()
+        Indexer(tmp_path, chunk=37).update(pipelined=pipelined)
     idx = sqlite3.connect(tmp_path / "index.db")
     last = json.loads(idx.execute("SELECT value FROM meta WHERE key = 'last_order'").fetchone()[0])
     idx.close()
@@ -189,7 +190,7 @@ def test_a_chunk_that_fails_is_rolled_back_and_the_next_update_redoes_it(crawl, 
     conn.execute("UPDATE pages SET text = ? WHERE fp = ?", (text, fp))
     conn.commit()
     conn.close()
-    Indexer(tmp_path, chunk=37).update()
+    Indexer(tmp_path, chunk=37).update(pipelined=pipelined)
     assert fts_rows(tmp_path) == fts_rows(d)
 
 
@@ -542,3 +543,94 @@ def test_did_you_mean(searcher):
     assert res.suggestion == 'title:"nebula" OR keel'
     assert searcher.search("telescope", limit=1).suggestion is None
     assert searcher.search("qqqqqqqqqqqqq", limit=1).suggestion is None
+
+
+# ------------------------------------------------------------------------------ the live index
+
+def _replay_slices(src: Path, dst: Path, per: int):
+    """Copy a finished crawl into ``dst`` in slices of ``per`` fetches (fetch order; each slice's
+    pages and links, links in rowid order), as the crawl wrote it: a generator, one slice a step."""
+    s = sqlite3.connect(src / "crawl.db")
+    d = sqlite3.connect(dst / "crawl.db", isolation_level=None)
+    d.execute("PRAGMA journal_mode = WAL")
+    for (sql,) in s.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'"):
+        d.execute(sql)
+    d.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", s.execute("SELECT key, value FROM meta"))
+    ncols = {t: len(s.execute(f"PRAGMA table_info({t})").fetchall()) for t in ("fetches", "pages", "links")}
+    fetches = s.execute("SELECT * FROM fetches ORDER BY fetch_order IS NULL, fetch_order").fetchall()
+    for i in range(0, len(fetches), per):
+        part = fetches[i:i + per]
+        fps = [r[1] for r in part]
+        q = ",".join("?" * len(fps))
+        d.execute("BEGIN")
+        d.executemany(f"INSERT INTO fetches VALUES ({','.join('?' * ncols['fetches'])})", part)
+        d.executemany(f"INSERT INTO pages VALUES ({','.join('?' * ncols['pages'])})",
+                      s.execute(f"SELECT * FROM pages WHERE fp IN ({q})", fps).fetchall())
+        d.executemany(f"INSERT INTO links VALUES ({','.join('?' * ncols['links'])})",
+                      s.execute(f"SELECT * FROM links WHERE src IN ({q}) ORDER BY rowid", fps).fetchall())
+        d.execute("COMMIT")
+        yield
+    s.close()
+    d.close()
+
+
+@pytest.mark.parametrize("shared_pool", [False, True])
+def test_the_live_indexer_keeps_up_and_the_last_update_keeps_its_anchor_promise(crawl, tmp_path, shared_pool):
+    """A LiveIndexer follows a crawl that grows slice by slice (in a process of its own, or in a
+    pool it is given), is cancelled, and finish_index() indexes the rest: every page is indexed as
+    a rebuild indexes it, except anchor columns, each of which was made from more than half of its
+    page's anchors (docs/search.md); `anchors_pending` says whether any is behind, and an exact
+    update then gives exactly the rebuild's index."""
+    import asyncio
+
+    from skitter.index.live import LiveIndexer, finish_index
+    from skitter.procpool import ProcessPool
+
+    d, _, _ = crawl
+    live = tmp_path / "live"
+    live.mkdir()
+
+    async def follow():
+        pool = ProcessPool(1) if shared_pool else None
+        if pool is not None:
+            await pool.start()
+        indexer = LiveIndexer(live, pool=pool, pause=0.01, step=40)
+        task = None
+        try:
+            for _ in _replay_slices(d, live, 25):
+                if task is None:
+                    task = asyncio.create_task(indexer.run())
+                await asyncio.sleep(0.05)
+            for _ in range(200):          # let it catch up with the last slice
+                if indexer.steps and Indexer(live).status()["last_order"] == Indexer(live).status()["crawl_order"]:
+                    break
+                await asyncio.sleep(0.05)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            if pool is not None:
+                await pool.close()
+        return indexer
+
+    indexer = asyncio.run(follow())
+    assert indexer.steps > 3 and indexer.indexed > 0
+    fin = finish_index(live)
+    rows = fts_rows(live)
+    want = fts_rows(d)
+    a = COLUMNS.index("anchors")
+    assert rows.keys() == want.keys()
+    assert {fp: c[:a] + c[a + 1:] for fp, c in rows.items()} == {fp: c[:a] + c[a + 1:] for fp, c in want.items()}
+    conn = sqlite3.connect(live / "index.db")
+    pairs = conn.execute("SELECT d.n_anchors, coalesce(a.n, 0) FROM docs d LEFT JOIN anchors a ON a.dst = d.fp").fetchall()
+    pending = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'anchors_pending'").fetchone()[0])
+    conn.close()
+    assert all(n == c or 2 * n > c for n, c in pairs)          # more than half of every page's anchors
+    assert pending == any(n != c for n, c in pairs) == Indexer(live).status()["anchors_pending"]
+    assert fin["marks_refreshed"] and indexer.anchors_refreshed > 0   # pages gained anchors after being indexed
+    Indexer(live).update()                                       # exact: `skitter index DIR --update`
+
+    def anchors_sorted(r):
+        return {fp: cols[:a] + (sorted(cols[a].split()),) + cols[a + 1:] for fp, cols in r.items()}
+
+    assert anchors_sorted(fts_rows(live)) == anchors_sorted(want)
+    assert Indexer(live).status()["anchors_pending"] is False

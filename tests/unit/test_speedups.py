@@ -326,3 +326,132 @@ def test_compiled_merge_equals_numpys(older: list[int], newer: list[int]) -> Non
     assert compiled.keys.dtype == python.keys.dtype and compiled.docs.dtype == python.docs.dtype
     assert compiled.keys.tolist() == python.keys.tolist()
     assert compiled.docs.tolist() == python.docs.tolist()     # the older run first among equal keys
+
+
+# ---------------------------------------------------------------------------------------------
+# the search index's analyzer (skitter.index.analyze: words, column)
+
+from skitter.index import analyze  # noqa: E402
+
+needs_analyzer = pytest.mark.skipif(analyze._speedups is None, reason="skitter._speedups not in use")
+
+ANALYZER_TEXTS = st.one_of(
+    st.text(max_size=600),                                                  # any Unicode
+    st.text(alphabet=st.characters(max_codepoint=0xFF), max_size=600),      # one-byte (Latin-1) texts
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=300).map(str.upper),
+    st.builds(lambda ws, sep: sep.join(ws),                                 # words, stop words, limits
+              st.lists(st.sampled_from(["The", "ship", "SHIPS", "don't", "Café", "ﬁne", "Σ", "ΣΑΣ", "ς",
+                                        "İstanbul", "½", "e-mail", "a_b", "x" * 40, "y" * 41, "日本",
+                                        "Straße", "™", "ǅ", "١٢٣", "themselves", "ⅻ", "\u0345"]),
+                       max_size=40),
+              st.sampled_from([" ", "", "-", "\u00a0", "’", "\u2014", "_", "\ud800"])),
+)
+
+
+def agree(text: str, counts: dict | None = None) -> None:
+    assert analyze.words(text) == analyze._words_py(text)
+    before = dict(counts or {})
+    c_compiled, c_python = dict(before), dict(before)
+    assert analyze.column(text, c_compiled) == analyze._column_py(text, c_python)
+    assert c_compiled == c_python
+
+
+@needs_analyzer
+@given(ANALYZER_TEXTS)
+@settings(max_examples=1500, deadline=None)
+def test_compiled_analyzer_equals_the_regex_on_arbitrary_text(text: str) -> None:
+    agree(text, {"ship": 3, "cafe": 1})
+
+
+@needs_analyzer
+def test_compiled_analyzer_on_every_character() -> None:
+    """Each code point alone, between letters and as a word of its own: folding, the split."""
+    import sys as _sys
+    for lo in range(0, _sys.maxunicode + 1, 4096):
+        chunk = "".join(chr(c) for c in range(lo, lo + 4096))
+        agree(chunk)
+        agree(" a".join(chunk))
+        agree(chunk.upper())
+
+
+@needs_analyzer
+def test_compiled_vocabulary_grows_clears_and_counts() -> None:
+    many = " ".join(f"w{i}x" for i in range(30_000))       # past the first table sizes: rehashes
+    agree(many)
+    analyze._speedups.clear_vocabulary()
+    assert analyze._speedups.vocabulary_size() == 0
+    agree(many + " " + many, {"w1x": 5})
+    assert analyze._speedups.vocabulary_size() >= 30_000
+    with pytest.raises(ValueError):
+        analyze._speedups.column("one two", {}, lambda ws: ws[:1])   # a stemmer that loses words
+    agree("one two one")                                            # the failed call left no trace
+
+
+@needs_analyzer
+def test_compiled_analyzer_on_the_demo_web() -> None:
+    from skitter.index.analyze import url_words
+
+    web = DemoWeb(DemoConfig(), [f"http://127.0.0.{i + 2}:8123" for i in range(DemoConfig().hosts)])
+    counts_c: dict = {}
+    counts_py: dict = {}
+    checked = 0
+    for url in web.pages():
+        p = urlsplit(url)
+        resp = web.respond(f"{p.scheme}://{p.netloc}", p.path + (f"?{p.query}" if p.query else ""))
+        if (resp.header("Content-Type") or "").startswith("text/html"):
+            text, _ = parse.decode_body(resp.body, resp.header("Content-Type"))
+            page = parse.parse_html(text.encode(), url)
+            for value in (page.title or "", page.text or "", url_words(url)):
+                assert analyze.column(value, counts_c) == analyze._column_py(value, counts_py)
+            checked += 1
+    assert checked > 300 and counts_c == counts_py
+
+
+@needs_analyzer
+@pytest.mark.skipif(DOCS is None, reason="python3.11-doc is not installed (.ci/run installs it)")
+def test_compiled_analyzer_on_pages_nobody_here_wrote() -> None:
+    files = sorted(DOCS.rglob("*.html"))
+    for f in files[::2]:
+        text = parse.parse_html(f.read_bytes(), f.as_uri()).text or ""
+        agree(text)
+
+
+@needs_analyzer
+def test_compiled_column_from_several_threads() -> None:
+    """One vocabulary: a call while another thread's runs (its stemmer let the other thread in)
+    is refused with ColumnBusy, and analyze.column then gives the same result in Python."""
+    import threading
+    import time as _time
+
+    def slow_stemmer(ws):
+        _time.sleep(0.05)      # lets the other thread run
+        return analyze._INDEX_STEMMER.stemWords(ws)
+
+    analyze._speedups.clear_vocabulary()
+    started = threading.Event()
+
+    def first():
+        started.set()
+        analyze._speedups.column("quiet harbour ships", {}, slow_stemmer)
+
+    t = threading.Thread(target=first)
+    t.start()
+    started.wait()
+    _time.sleep(0.01)
+    with pytest.raises(analyze._speedups.ColumnBusy):
+        analyze._speedups.column("other words", {}, slow_stemmer)
+    t.join()
+    texts = [f"thread {i} Café ships harbour {i * 7} words" * 50 for i in range(8)]
+    want = [analyze._column_py(x, {}) for x in texts]
+    got: list = [None] * len(texts)
+
+    def work(i):
+        for _ in range(20):
+            got[i] = analyze.column(texts[i], {})
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(texts))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert got == want

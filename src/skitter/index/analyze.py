@@ -22,13 +22,15 @@ Stop words are removed, not kept as gaps: the phrase "harbour of the north" matc
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from functools import lru_cache
 
 import Stemmer
 
-__all__ = ["STOP_WORDS", "MAX_TOKEN", "tokens", "words", "stem", "stem_words", "url_words", "fold"]
+__all__ = ["STOP_WORDS", "MAX_TOKEN", "tokens", "words", "column", "stem", "stem_words", "index_stem_words",
+           "url_words", "fold"]
 
 MAX_TOKEN = 40
 
@@ -49,6 +51,8 @@ any both each few more most other some such no nor not only own same so than too
 _WORD = re.compile(r"[^\W_]+")
 _STEMMER = Stemmer.Stemmer("english")
 _STEMMER.maxCacheSize = 200_000
+_INDEX_STEMMER = Stemmer.Stemmer("english")   # the indexer's, without a cache (see column)
+_INDEX_STEMMER.maxCacheSize = 0
 
 
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
@@ -79,14 +83,59 @@ def fold(text: str) -> str:
     return text
 
 
-def words(text: str) -> list[str]:
+def _words_py(text: str) -> list[str]:
     """The folded words of ``text`` that are not stop words (not stemmed)."""
     return [w for w in _WORD.findall(fold(text)) if w not in STOP_WORDS and len(w) <= MAX_TOKEN]
+
+
+def _column_py(text: str, counts: dict[str, int]) -> str:
+    """The indexed form of ``text`` (the space-joined stems of its :func:`words`), each word (not
+    stemmed) counted in ``counts``: what the indexer stores of a page's title, body, ..."""
+    ws = words(text)
+    for w in ws:
+        counts[w] = counts.get(w, 0) + 1
+    return " ".join(_STEMMER.stemWords(ws))
+
+
+# The compiled analyzer (skitter._speedups, if built; SKITTER_PURE_PYTHON=1 runs the Python code):
+# the same words in one pass over the text, and column() looks each word up in a vocabulary that
+# keeps its str and its stem (docs/benchmarks.md, "The live index": 0.2 instead of 1.6 ms a 25 KB page);
+# tests/unit/test_speedups.py checks that both give the same results. The vocabulary is forgotten
+# when it holds more than VOCABULARY words (about 150 bytes each); its stems come from a stemmer of
+# its own without PyStemmer's cache, which would hold the same words again.
+VOCABULARY = 50_000
+try:
+    from .. import _speedups
+except ImportError:
+    _speedups = None
+if os.environ.get("SKITTER_PURE_PYTHON"):
+    _speedups = None
+if _speedups is not None:
+    _speedups.analyzer_setup(STOP_WORDS, MAX_TOKEN, _fold_char)
+
+    def _column_compiled(text: str, counts: dict[str, int]) -> str:
+        try:
+            if _speedups.vocabulary_size() > VOCABULARY:
+                _speedups.clear_vocabulary()
+            return _speedups.column(text, counts, _INDEX_STEMMER.stemWords)
+        except _speedups.ColumnBusy:   # another thread is in it (one vocabulary): the same in Python
+            return _column_py(text, counts)
+
+    words = _speedups.words
+    column = _column_compiled
+else:
+    words = _words_py
+    column = _column_py
 
 
 def stem_words(ws: list[str]) -> list[str]:
     """Stems of folded words (PyStemmer's batch call)."""
     return _STEMMER.stemWords(ws)
+
+
+def index_stem_words(ws: list[str]) -> list[str]:
+    """:func:`stem_words` without PyStemmer's cache (the indexer's: its memory stays bounded)."""
+    return _INDEX_STEMMER.stemWords(ws)
 
 
 def tokens(text: str | None) -> list[str]:

@@ -59,9 +59,8 @@ import math
 import sqlite3
 import time
 import zlib
-from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from pathlib import Path
@@ -78,6 +77,7 @@ INDEX_VERSION = 4   # 4: the anchors table (an index of version 3 is migrated by
 COLUMNS = ("title", "meta", "headings", "url", "anchors", "body")
 MAX_ANCHORS = 500
 CHUNK = 500
+REFRESH_BATCH = 250    # anchor refreshes: the stored columns of this many pages in memory at once
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -131,13 +131,24 @@ class UpdateStats:
         return d
 
 
+@dataclass
+class _Prepared:
+    """A chunk read and analysed, ready to be written (Indexer._prepare_chunk)."""
+    after: int                 # the watermark it was read after
+    last_order: int            # the watermark once it is written
+    docs: list = field(default_factory=list)        # rows of the docs table
+    texts: dict = field(default_factory=dict)       # fp -> the six analysed columns
+    gone: list = field(default_factory=list)        # fps not indexed (noindex, duplicate, no page)
+    surface: dict = field(default_factory=dict)     # word -> occurrences, for the words table
+
+
 def index_path(crawl_dir: Path | str) -> Path:
     return Path(crawl_dir) / INDEX_NAME
 
 
-def open_index(crawl_dir: Path | str, *, readonly: bool = True) -> sqlite3.Connection:
+def open_index(crawl_dir: Path | str, *, readonly: bool = True, cache_kb: int = 64000) -> sqlite3.Connection:
     """A connection to ``DIR/index.db``. Read-only opens raise IndexMissingError when there is no
-    index; writable opens create it."""
+    index; writable opens create it. ``cache_kb``: SQLite's page cache for it (KiB)."""
     crawl_dir = Path(crawl_dir)
     path = index_path(crawl_dir)
     if readonly:
@@ -154,7 +165,7 @@ def open_index(crawl_dir: Path | str, *, readonly: bool = True) -> sqlite3.Conne
         if not readonly:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA cache_size = -64000")
+        conn.execute(f"PRAGMA cache_size = -{int(cache_kb)}")
         if readonly:
             row = conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
             if row is None or json.loads(row[0]) != INDEX_VERSION:
@@ -200,14 +211,29 @@ class Indexer:
     >>> Indexer(crawl_dir).rebuild()   # from scratch
     """
 
-    def __init__(self, crawl_dir: Path | str, *, chunk: int = CHUNK) -> None:
+    def __init__(self, crawl_dir: Path | str, *, chunk: int = CHUNK, cache_kb: int = 64000) -> None:
         self.crawl_dir = Path(crawl_dir)
         self.crawl_path = self.crawl_dir / DB_NAME
         if not self.crawl_path.exists():
             raise CrawlDirError(f"{self.crawl_dir} is not a crawl directory (no {DB_NAME})")
         self.chunk = chunk
+        self.cache_kb = cache_kb
+        self._conns: tuple[sqlite3.Connection, sqlite3.Connection] | None = None
 
     # -- connections -------------------------------------------------------------------------
+    def connect(self) -> None:
+        """Keep the two connections open between updates (the live indexer's small steps: the
+        index's page cache survives from one step to the next) until :meth:`close`."""
+        if self._conns is None:
+            self._conns = self._open()
+
+    def close(self) -> None:
+        if self._conns is not None:
+            crawl, idx = self._conns
+            self._conns = None
+            idx.close()
+            crawl.close()
+
     def _open(self) -> tuple[sqlite3.Connection, sqlite3.Connection]:
         crawl = connect(self.crawl_path, readonly=True)
         try:
@@ -215,7 +241,7 @@ class Indexer:
         except sqlite3.Error as exc:
             crawl.close()
             raise CrawlDirError(f"cannot read the crawl database {self.crawl_path}: {exc}") from None
-        idx = open_index(self.crawl_dir, readonly=False)
+        idx = open_index(self.crawl_dir, readonly=False, cache_kb=self.cache_kb)
         idx.executescript(SCHEMA)
         if _get(idx, "version") is None:
             _set(idx, "version", INDEX_VERSION)
@@ -249,36 +275,51 @@ class Indexer:
                 idx.close()
         except sqlite3.DatabaseError:   # a damaged database: start from nothing
             _remove_index(path)
-        return self.update(progress=progress, optimize=optimize)
+        return self.update(progress=progress, optimize=optimize, pipelined=True)
 
     def update(self, *, progress: Callable[[UpdateStats], None] | None = None,
                optimize: bool = False, max_pages: int | None = None,
-               exact_anchors: bool = True) -> UpdateStats:
-        """Index what the crawl stored since the last update. Returns what was done.
+               exact_anchors: bool = True, marks: bool = True, pipelined: bool = False) -> UpdateStats:
+        """Index what the crawl stored since the last update (at most about ``max_pages`` pages:
+        whole chunks). Returns what was done.
 
-        ``exact_anchors=False`` (for the periodic updates during a crawl) refreshes the anchor
-        text of a page only when its number of incoming anchors at least doubled since it was
-        indexed; the default brings every page's anchors up to date, as a rebuild would."""
+        ``exact_anchors=False`` (for the updates during a crawl and the one when it stops)
+        refreshes the anchor text of a page only when its number of incoming anchors at least
+        doubled since it was indexed; the default brings every page's anchors up to date, as a
+        rebuild would. ``marks=False`` leaves PageRank and near-duplicate families for a later
+        update (their check reads every fetch: the live indexer's steps skip it).
+        ``pipelined=True`` (without ``max_pages``) analyses the next chunk in a thread while
+        writing this one: for a core that would idle (:meth:`_index_pipelined`)."""
         t0 = time.perf_counter()
         stats = UpdateStats()
-        crawl, idx = self._open()
+        kept = self._conns is not None
+        crawl, idx = self._conns if kept else self._open()
         try:
             self._refresh_anchors(crawl, idx, stats, exact_anchors)
+            if pipelined and max_pages is None:
+                self._index_pipelined(crawl, idx, stats, progress, t0)
             while max_pages is None or stats.indexed < max_pages:
                 if not self._index_chunk(crawl, idx, stats):
                     break
                 stats.seconds = time.perf_counter() - t0
                 if progress is not None:
                     progress(stats)
-            self._refresh_marks(crawl, idx, stats)
+            if marks:
+                self._refresh_marks(crawl, idx, stats)
             if optimize:
                 idx.execute("INSERT INTO fts (fts) VALUES ('optimize')")
-            stats.docs = idx.execute("SELECT count(*) FROM docs").fetchone()[0]
+            stats.docs = _get(idx, "n_docs", 0) if kept else idx.execute("SELECT count(*) FROM docs").fetchone()[0]
+        except BaseException:
+            if kept:        # a step that failed: the next one opens afresh
+                self._conns = None
+                kept = False
+            raise
         finally:
             if idx.in_transaction:
                 idx.execute("ROLLBACK")
-            idx.close()
-            crawl.close()
+            if not kept:
+                idx.close()
+                crawl.close()
         stats.seconds = time.perf_counter() - t0
         return stats
 
@@ -295,7 +336,8 @@ class Indexer:
             return {"exists": False, "docs": 0, "last_order": 0, "crawl_order": max_order}
         try:
             return {"exists": True, "docs": idx.execute("SELECT count(*) FROM docs").fetchone()[0],
-                    "last_order": _get(idx, "last_order", 0), "crawl_order": max_order}
+                    "last_order": _get(idx, "last_order", 0), "crawl_order": max_order,
+                    "anchors_pending": bool(_get(idx, "anchors_pending", False))}
         finally:
             idx.close()
 
@@ -328,17 +370,18 @@ class Indexer:
                             targets.append(fp)
                         elif c != n:
                             pending = True
-            if targets:
-                anchors = _anchor_texts(idx, sorted(targets))
-                old = _stored_columns(idx, sorted(targets))
-                a = COLUMNS.index("anchors")
+            targets.sort()
+            a = COLUMNS.index("anchors")
+            for i in range(0, len(targets), REFRESH_BATCH):   # memory: a batch's columns at a time
+                part = targets[i:i + REFRESH_BATCH]
+                anchors = _anchor_texts(idx, part)
+                old = _stored_columns(idx, part)
                 new = {}
                 for fp, cols in old.items():
                     cols = list(cols)
                     cols[a] = anchors.get(fp, ("", 0))[0]
                     new[fp] = tuple(cols)
-                _fts_delete(idx, old)
-                _fts_insert(idx, new)
+                _fts_replace(idx, old, new)
                 idx.executemany("UPDATE docs SET cols = ?, n_anchors = ? WHERE fp = ?",
                                 [(_pack(c), anchors.get(fp, ("", 0))[1], fp) for fp, c in new.items()])
                 stats.anchors_refreshed += len(new)
@@ -348,62 +391,109 @@ class Indexer:
     def _index_chunk(self, crawl: sqlite3.Connection, idx: sqlite3.Connection, stats: UpdateStats) -> bool:
         """Index the next chunk of fetches (in fetch order). False when there was nothing new."""
         with _write_tx(idx):
-            last = _get(idx, "last_order", 0)
-            with _snapshot(crawl):
-                rows = crawl.execute(
-                    "SELECT f.fp, f.fetch_order, f.url, f.fetched_at, f.noindex, f.duplicate_of,"
-                    " f.near_duplicate_of, f.pagerank, p.fp, p.title, p.description, p.keywords,"
-                    " p.headings, p.text, p.last_modified"
-                    " FROM fetches f LEFT JOIN pages p ON p.fp = f.fp"
-                    " WHERE f.fetch_order > ? ORDER BY f.fetch_order LIMIT ?", (last, self.chunk)).fetchall()
-                if not rows:
-                    return False
-                docs: list[tuple] = []
-                texts: dict[int, tuple] = {}
-                gone: list[int] = []
-                surface: Counter[str] = Counter()
-                keep = [r for r in rows if r[8] is not None and not r[4] and not r[5]]
-                anchors = _anchor_texts(idx, [r[0] for r in keep])
-                for (fp, order, url, fetched_at, noindex, dup, near, pr, page_fp, title, desc, kw,
-                     heads, text, last_mod) in rows:
-                    if page_fp is None or noindex or dup:
-                        gone.append(fp)
-                        stats.skipped += 1
-                        continue
-                    host, hostport = _split_host(url)
-                    family = fingerprint(near) if near else fp
-                    date = _iso(last_mod) or _iso(fetched_at)
-                    docs.append((fp, url, host, hostport, title, date, family, pr, order))
-                    meta_text = " ".join(x for x in (desc, kw) if x)
-                    cols = []
-                    for value in (title, meta_text, heads, page_text(text)):
-                        w = analyze.words(value) if value else []
-                        surface.update(w)
-                        cols.append(" ".join(analyze.stem_words(w)) if w else "")
-                    url_text = " ".join(analyze.tokens(analyze.url_words(url)))
-                    a_text, a_n = anchors.get(fp, ("", 0))
-                    texts[fp] = (cols[0], cols[1], cols[2], url_text, a_text, cols[3])
-                    docs[-1] += (_pack(texts[fp]), a_n)
-            # a page fetched again (recrawl) replaces what was there, or leaves the index
-            touched = gone + [d[0] for d in docs]
-            present = _stored_columns(idx, touched)
-            if present:
-                _fts_delete(idx, present)
-                idx.executemany("DELETE FROM docs WHERE fp = ?", [(fp,) for fp in present])
-                stats.removed += len(set(present).intersection(gone))
-            idx.executemany("INSERT INTO docs (fp, url, host, hostport, title, date, family, pagerank,"
-                            " fetch_order, cols, n_anchors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", docs)
-            _fts_insert(idx, texts)
-            if surface:
-                stems = analyze.stem_words(list(surface))
-                idx.executemany(
-                    "INSERT INTO words (word, stem, len, n) VALUES (?, ?, ?, ?)"
-                    " ON CONFLICT (word) DO UPDATE SET n = n + excluded.n",
-                    [(w, s, len(w), n) for (w, n), s in zip(surface.items(), stems)])
-            stats.indexed += len(docs)
-            _set(idx, "n_docs", _get(idx, "n_docs", 0) + len(docs) - len(present))
-            _set(idx, "last_order", rows[-1][1])
+            p = self._prepare_chunk(crawl, idx, _get(idx, "last_order", 0))
+            if p is None:
+                return False
+            self._write_chunk(idx, p, stats)
             return True
+
+    def _index_pipelined(self, crawl: sqlite3.Connection, idx: sqlite3.Connection, stats: UpdateStats,
+                         progress: Callable[[UpdateStats], None] | None, t0: float) -> None:
+        """Every chunk left, each read and analysed in a thread while the one before is written:
+        the analysis is mostly the compiled analyzer and zlib, the writing mostly SQLite, which
+        lets the other thread run; with a core to spare (the crawl's last update, a rebuild) it
+        takes a quarter less time (the 15,000-page benchmark crawl at once: 10.3 instead of 13.6 s,
+        the same CPU). Chunks commit in order as :meth:`_index_chunk` commits them; if another
+        updater moved the watermark meanwhile, the rest goes chunk by chunk."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        conns: list[sqlite3.Connection] = []
+
+        def prepare(after: int) -> _Prepared | None:
+            if not conns:   # the thread's own connections (read-only)
+                conns.append(connect(self.crawl_path, readonly=True))
+                conns.append(open_index(self.crawl_dir, readonly=True, cache_kb=2000))
+            return self._prepare_chunk(conns[0], conns[1], after)
+
+        pool = ThreadPoolExecutor(1)
+        try:
+            fut = pool.submit(prepare, _get(idx, "last_order", 0))
+            while True:
+                p = fut.result()
+                if p is None:
+                    return
+                fut = pool.submit(prepare, p.last_order)
+                with _write_tx(idx):
+                    if _get(idx, "last_order", 0) != p.after:
+                        break
+                    self._write_chunk(idx, p, stats)
+                stats.seconds = time.perf_counter() - t0
+                if progress is not None:
+                    progress(stats)
+        finally:
+            fut.cancel()
+            pool.shutdown(wait=True)
+            for c in conns:
+                c.close()
+        while self._index_chunk(crawl, idx, stats):
+            stats.seconds = time.perf_counter() - t0
+            if progress is not None:
+                progress(stats)
+
+    def _prepare_chunk(self, crawl: sqlite3.Connection, idx: sqlite3.Connection, after: int) -> _Prepared | None:
+        """Read the chunk of fetches after fetch order ``after`` and analyse its pages (reads only:
+        the anchors come from ``idx``'s anchors table). None when there is nothing new."""
+        with _snapshot(crawl):
+            rows = crawl.execute(
+                "SELECT f.fp, f.fetch_order, f.url, f.fetched_at, f.noindex, f.duplicate_of,"
+                " f.near_duplicate_of, f.pagerank, p.fp, p.title, p.description, p.keywords,"
+                " p.headings, p.text, p.last_modified"
+                " FROM fetches f LEFT JOIN pages p ON p.fp = f.fp"
+                " WHERE f.fetch_order > ? ORDER BY f.fetch_order LIMIT ?", (after, self.chunk)).fetchall()
+        if not rows:
+            return None
+        p = _Prepared(after, rows[-1][1])
+        keep = [r for r in rows if r[8] is not None and not r[4] and not r[5]]
+        anchors = _anchor_texts(idx, [r[0] for r in keep])
+        for (fp, order, url, fetched_at, noindex, dup, near, pr, page_fp, title, desc, kw,
+             heads, text, last_mod) in rows:
+            if page_fp is None or noindex or dup:
+                p.gone.append(fp)
+                continue
+            host, hostport = _split_host(url)
+            family = fingerprint(near) if near else fp
+            date = _iso(last_mod) or _iso(fetched_at)
+            meta_text = " ".join(x for x in (desc, kw) if x)
+            cols = [analyze.column(value, p.surface) if value else ""
+                    for value in (title, meta_text, heads, page_text(text))]
+            url_text = analyze.column(analyze.url_words(url), {})
+            a_text, a_n = anchors.get(fp, ("", 0))
+            p.texts[fp] = (cols[0], cols[1], cols[2], url_text, a_text, cols[3])
+            p.docs.append((fp, url, host, hostport, title, date, family, pr, order, _pack(p.texts[fp]), a_n))
+        return p
+
+    def _write_chunk(self, idx: sqlite3.Connection, p: _Prepared, stats: UpdateStats) -> None:
+        """Write a prepared chunk (in the caller's write transaction), watermark included."""
+        # a page fetched again (recrawl) replaces what was there, or leaves the index
+        touched = p.gone + [d[0] for d in p.docs]
+        present = _stored_columns(idx, touched)
+        if present:
+            _fts_delete(idx, present)
+            idx.executemany("DELETE FROM docs WHERE fp = ?", [(fp,) for fp in present])
+            stats.removed += len(set(present).intersection(p.gone))
+        idx.executemany("INSERT INTO docs (fp, url, host, hostport, title, date, family, pagerank,"
+                        " fetch_order, cols, n_anchors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", p.docs)
+        _fts_insert(idx, p.texts)
+        if p.surface:
+            stems = analyze.index_stem_words(list(p.surface))
+            idx.executemany(
+                "INSERT INTO words (word, stem, len, n) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (word) DO UPDATE SET n = n + excluded.n",
+                [(w, s, len(w), n) for (w, n), s in zip(p.surface.items(), stems)])
+        stats.indexed += len(p.docs)
+        stats.skipped += len(p.gone)
+        _set(idx, "n_docs", _get(idx, "n_docs", 0) + len(p.docs) - len(present))
+        _set(idx, "last_order", p.last_order)
 
     def _refresh_marks(self, crawl: sqlite3.Connection, idx: sqlite3.Connection, stats: UpdateStats) -> None:
         """PageRank and near-duplicate families, when the crawl's columns changed."""
@@ -472,15 +562,29 @@ def stored_columns(crawl_dir: Path | str) -> dict[int, tuple[str, ...]]:
 _COLS = ", ".join(COLUMNS)
 
 
+# In rowid order: FTS5 keeps a transaction's postings in memory only while the rowids it is given
+# increase; a smaller rowid flushes them to a new segment. Rowids are URL fingerprints, random in
+# fetch order: unsorted, about every other row of a chunk started a new segment, which FTS5 then
+# merged (sorted, the inserts take 40 % less CPU: 0.14 instead of 0.23 ms a 25 KB page).
+
 def _fts_insert(idx: sqlite3.Connection, rows: dict[int, tuple[str, ...]]) -> None:
     idx.executemany(f"INSERT INTO fts (rowid, {_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [(fp, *cols) for fp, cols in rows.items()])
+                    [(fp, *rows[fp]) for fp in sorted(rows)])
 
 
 def _fts_delete(idx: sqlite3.Connection, rows: dict[int, tuple[str, ...]]) -> None:
     """Remove rows from the contentless table: FTS5's 'delete' with the values indexed."""
     idx.executemany(f"INSERT INTO fts (fts, rowid, {_COLS}) VALUES ('delete', ?, ?, ?, ?, ?, ?, ?)",
-                    [(fp, *cols) for fp, cols in rows.items()])
+                    [(fp, *rows[fp]) for fp in sorted(rows)])
+
+
+def _fts_replace(idx: sqlite3.Connection, old: dict[int, tuple[str, ...]], new: dict[int, tuple[str, ...]]) -> None:
+    """Replace rows (the same rowids): each one's 'delete' right before its insert, as FTS5's own
+    UPDATE does, so a term the old and new values share makes one pending entry, not two (and no
+    flush between the deletes and the inserts): 0.26 instead of 0.28-0.32 ms of FTS5 work to refresh
+    the anchors of a 25 KB page, 0.60 instead of 0.64 ms in all."""
+    idx.executemany(f"INSERT INTO fts (fts, rowid, {_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [row for fp in sorted(old) for row in (("delete", fp, *old[fp]), (None, fp, *new[fp]))])
 
 
 # the links whose anchor text counts for the page they point to
@@ -528,7 +632,7 @@ def _anchor_texts(idx: sqlite3.Connection, fps: list[int]) -> dict[int, tuple[st
         part = fps[i:i + 500]
         for dst, n, text in idx.execute(
                 f"SELECT dst, n, text FROM anchors WHERE dst IN ({','.join('?' * len(part))})", part):
-            out[dst] = (" ".join(analyze.tokens(text)), n)
+            out[dst] = (analyze.column(text, {}), n)
     return out
 
 

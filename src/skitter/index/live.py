@@ -1,0 +1,128 @@
+"""The search index kept current while a crawl runs (docs/search.md, "During a crawl").
+
+The crawl loop starts a :class:`LiveIndexer` and cancels it when the crawl stops; then
+:func:`finish_index` indexes what is left. The indexer works in small steps, one after the other:
+each step (:func:`live_step`) indexes the anchors of the links stored since the last one (lazy
+rule: a page's anchor column is refreshed when its anchor count at least doubled) and at most
+``step`` new pages, in one transaction; when a step finds less than a full step of work the
+indexer pauses ``pause`` seconds. So the index stays about a second behind the crawl, and when
+the crawl stops there is about a second of work left, not the tens of seconds that updates every
+10 s left (docs/benchmarks.md, "The live index").
+
+Where the steps run: in a process of their own (a ``ProcessPool(1)``, the default) or in a pool
+the caller gives (the crawl's analysis workers). A process of its own keeps the analysis workers'
+latency free of index steps; sharing saves a Python process. Either way the step keeps its
+connections open between calls (in that process: :data:`_OPEN`), with a small SQLite page cache
+(``LIVE_CACHE_KB``): the memory of the index work is bounded by that cache, a step's pages and
+the analyzer's vocabulary (``analyze.VOCABULARY`` words).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from pathlib import Path
+
+from ..errors import SkitterError
+from ..procpool import ProcessDied, ProcessPool
+from .indexer import Indexer
+
+__all__ = ["LiveIndexer", "live_step", "live_close", "finish_index", "STEP", "LIVE_CACHE_KB"]
+
+log = logging.getLogger(__name__)
+
+STEP = 250              # pages a step indexes at most (one transaction)
+LIVE_CACHE_KB = 4000    # SQLite page cache of the step's index.db connection (the default is 64 MB)
+MAX_FAILURES = 3        # database errors in a row (the step reopens its connections) before giving up
+
+_OPEN: dict[str, Indexer] = {}   # in the process that runs the steps: directory -> open indexer
+
+
+def live_step(crawl_dir: str, step: int = STEP, cache_kb: int = LIVE_CACHE_KB) -> dict:
+    """One step of the live index, in whichever process runs it: new anchors (lazy rule), then at
+    most ``step`` new pages, one transaction. Returns the step's ``UpdateStats`` as a dict.
+    ``cache_kb``: the index connection's page cache (the first step's value is kept)."""
+    ix = _OPEN.get(crawl_dir)
+    if ix is None:
+        ix = Indexer(crawl_dir, chunk=step, cache_kb=cache_kb)
+        ix.connect()
+        _OPEN[crawl_dir] = ix
+    try:
+        return ix.update(exact_anchors=False, max_pages=step, marks=False).as_dict()
+    except BaseException:
+        live_close(crawl_dir)
+        raise
+
+
+def live_close(crawl_dir: str) -> None:
+    """Close the connections :func:`live_step` kept open for ``crawl_dir`` in this process."""
+    ix = _OPEN.pop(crawl_dir, None)
+    if ix is not None:
+        ix.close()
+
+
+def finish_index(crawl_dir: str | Path) -> dict:
+    """The update when a crawl stops: the pages the live indexer had not reached, anchors by the
+    lazy rule, PageRank and near-duplicate marks. What that guarantees is in docs/search.md
+    ("A just-finished crawl's index"); ``skitter index DIR --update`` makes every anchor column
+    exact."""
+    # in the crawl process, whose memory the summary is measured with: the live step's small cache
+    return Indexer(crawl_dir, cache_kb=LIVE_CACHE_KB).update(exact_anchors=False, pipelined=True).as_dict()
+
+
+class LiveIndexer:
+    """``await LiveIndexer(directory).run()`` until cancelled: steps of at most ``step`` pages,
+    one after the other, and a pause of ``pause`` seconds whenever a step was not full.
+
+    ``pool``: run the steps there (e.g. the crawl's analysis workers); by default in a process of
+    the indexer's own. Cancelling waits for nothing: the step in progress finishes in its process
+    (the pool's ``close`` waits for it) and its work is committed. An error of the index (another
+    version, a database error three steps in a row) stops the live index with a warning, never
+    the crawl: the crawl's last update tries again."""
+
+    def __init__(self, directory: str | Path, *, pool: ProcessPool | None = None,
+                 pause: float = 1.0, step: int = STEP, cache_kb: int = LIVE_CACHE_KB) -> None:
+        self.directory = str(directory)
+        self.pool = pool
+        self.pause = pause
+        self.step = step
+        self.cache_kb = cache_kb
+        self.steps = 0
+        self.indexed = 0
+        self.anchors_refreshed = 0
+        self.busy_seconds = 0.0       # the steps' own time (in their process)
+
+    async def run(self) -> None:
+        own = self.pool is None
+        pool = ProcessPool(1) if own else self.pool
+        try:
+            if own:
+                await pool.start()
+            failures = 0
+            while True:
+                try:
+                    r = await pool.submit(live_step, self.directory, self.step, self.cache_kb)
+                except (SkitterError, ProcessDied) as exc:   # e.g. an index from another version
+                    log.warning("live indexing stopped: %s", exc)
+                    return
+                except sqlite3.Error as exc:   # e.g. `skitter index DIR` rebuilding it meanwhile
+                    failures += 1
+                    if failures >= MAX_FAILURES:
+                        log.warning("live indexing stopped: %s", exc)
+                        return
+                    log.warning("live indexing: %s (trying again)", exc)
+                    await asyncio.sleep(max(self.pause, 1.0))
+                    continue
+                failures = 0
+                self.steps += 1
+                self.indexed += r["indexed"]
+                self.anchors_refreshed += r["anchors_refreshed"]
+                self.busy_seconds += r["seconds"]
+                if r["indexed"] + r["skipped"] < self.step:
+                    await asyncio.sleep(self.pause)
+        finally:
+            log.info("live index: %d steps, %d pages indexed, %d anchor columns refreshed, %.1f s of work",
+                     self.steps, self.indexed, self.anchors_refreshed, self.busy_seconds)
+            if own:
+                await pool.close()
