@@ -30,7 +30,9 @@ that touches it; the index entries are 20 bytes, so their leaves are few and sta
 - ``robots``    robots.txt fetches per origin (status, sitemaps) for stats.
 
 Schema versions: a directory of an older schema is migrated the first time any command opens it
-(:data:`MIGRATIONS`, each step in one transaction); one of a newer schema is refused.
+(:data:`MIGRATIONS`, each step in one transaction); one of a newer schema is refused. A new table
+or index needs no migration: ``SCHEMA`` (all ``IF NOT EXISTS``) runs at every writable open; a
+new column of an existing table does (a step in ``MIGRATIONS`` and ``SCHEMA_VERSION`` + 1).
 
 Durability: WAL with synchronous=NORMAL survives kill -9 (only an OS crash could lose the last
 commits). The crawl loop commits in small batches (see loop.py); the WARC file is flushed before the
@@ -174,11 +176,13 @@ class CrawlDB:
                 version = self._version()
             if not readonly:
                 if version is None:
-                    self.conn.executescript(SCHEMA)
+                    self.set_meta_table()
                     self.set_meta("schema_version", SCHEMA_VERSION)
                     version = SCHEMA_VERSION
                 else:
                     version = self._migrate(version)
+                if version == SCHEMA_VERSION:   # tables and indexes a version added: IF NOT EXISTS
+                    self.conn.executescript(SCHEMA)
         except sqlite3.DatabaseError as exc:
             self.conn.close()
             raise CrawlDirError(f"corrupt crawl database {self.path}: {exc}") from None
@@ -188,6 +192,9 @@ class CrawlDB:
                                 " (written by a newer skitter?)")
         if not readonly:
             self._check_integrity()
+
+    def set_meta_table(self) -> None:
+        self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
     def _version(self) -> Any:
         """The schema version, or None for a database with no tables yet."""
