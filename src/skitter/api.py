@@ -31,6 +31,7 @@ from .robots.cache import RobotsCache
 from .robots.rules import product_token
 from .store.crawlstore import CrawlStore
 from .strategies import Scorer, make_scorer
+from .strategies.base import Restorable
 from .transport import Transport
 
 __all__ = ["build_crawler", "crawl", "open_crawl", "StoredCrawl", "StoredPage"]
@@ -54,7 +55,7 @@ def build_crawler(directory: Path | str, config: CrawlConfig, *,
                             software=config.user_agent, now=clock.time())
     try:
         config = config.with_(seeds=tuple(store.config["seeds"]))
-        if store.resumed and hasattr(scorer, "restore"):   # importance state (backlinks, OPIC)
+        if store.resumed and isinstance(scorer, Restorable):   # importance state (backlinks, OPIC)
             scorer.restore(store.replay_seeds(), store.replay_pages())
         if frontier is None:
             from .frontier.local import LocalFrontier
@@ -103,8 +104,7 @@ def _analyse_options(config: CrawlConfig, scorer: Scorer, duplicates: DuplicateT
 
     pack = config.analysis_process_count() != 1 or dedup._speedups is not None
     probe = 0 if duplicates.index is None else duplicates.index.probe
-    return (product_token(config.user_agent), probe, getattr(scorer, "reads_text", True), pack,
-            getattr(scorer, "reads_link_context", True))
+    return (product_token(config.user_agent), probe, scorer.reads_text, pack, scorer.reads_link_context)
 
 
 def crawl(seeds: list[str], directory: Path | str = "crawl", *, scorer: Scorer | None = None,

@@ -162,16 +162,6 @@ class CrawlConfig:
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "CrawlConfig":
-        known = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in data.items() if k in known}
-        if "seeds" in kw:
-            kw["seeds"] = tuple(kw["seeds"])
-        if "resolve" in kw:
-            kw["resolve"] = tuple(tuple(x) for x in kw["resolve"])
-        return cls(**kw)
-
 
 def _check_registry() -> None:
     defaults = CrawlConfig()

@@ -35,8 +35,8 @@ evaluated on seeds 2 and 3 in ``tests/eval/test_neardup_eval.py``; docs/benchmar
   across hosts; longer ones make each changed word cost more k-grams (K = 32: the lowest
   resemblance of a labelled pair drops to 0.58). At K = 20 labelled pairs have an estimated
   resemblance ≥ 0.68, every other pair (articles quoting a paragraph of another included) ≤ 0.11,
-  and a query meets ~22 stored pages (main text by ``skitter.boilerplate``; with resiliparse's,
-  until stop 10: ≥ 0.72, ≤ 0.14, ~18).
+  and a query meets ~22 stored pages (main text by ``skitter.boilerplate``; with resiliparse's
+  main text: ≥ 0.72, ≤ 0.14, ~18, at 16 times the cost, docs/benchmarks.md).
 - **W = 12**: fingerprint density 2/(W+1) ≈ 15 % (~670 fingerprints for a 5 KB page), and the
   guarantee threshold t = W + K - 1 = 31 characters, about one short sentence.
 
@@ -71,7 +71,6 @@ web).
 
 from __future__ import annotations
 
-import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -80,6 +79,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from .compiled import speedups
 from .urls import fingerprint
 
 __all__ = [
@@ -102,12 +102,7 @@ _U64 = np.uint64
 # The compiled normalisation, k-gram hashing, winnowing selection, and the index's lookups and
 # merges, if built (setup.py); SKITTER_PURE_PYTHON=1 runs the NumPy code instead.
 # tests/unit/test_speedups.py checks that both give the same results.
-try:
-    from . import _speedups
-except ImportError:
-    _speedups = None
-if os.environ.get("SKITTER_PURE_PYTHON"):
-    _speedups = None
+_speedups = speedups()
 
 _MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
 _BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: invertible modulo 2**64
@@ -485,7 +480,7 @@ class _Run:
     run of a million keys (8 MB) misses the caches on most of its 20 steps: the index is cold
     between two pages of a crawl. Replayed on a benchmark crawl's 19,649 sketches with the caches
     flushed between queries, a query took 119-188 µs before and 110-170 µs with directories; where
-    the index is small and stays in the caches, directories cost ~10 % (docs/benchmarks.md, stop 12)."""
+    the index is small and stays in the caches, directories cost ~10 % (docs/benchmarks.md)."""
 
     __slots__ = ("keys", "docs", "starts", "shift", "shift_bits")
 

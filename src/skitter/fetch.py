@@ -45,10 +45,10 @@ import ssl
 import time
 import zlib
 from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple
 
+import ada_url
 import pycurl
-from yarl import URL
 
 from .config import CrawlConfig
 from .errors import (
@@ -218,35 +218,46 @@ class _Decoder:
         raise BodyTooLarge(f"decompressed body over the {self.cap}-byte cap") from None
 
 
-def _to_url(url: str) -> URL:
-    """A yarl URL, sent as given when it is already plain ASCII (the frontier normalises)."""
-    try:
-        if url.isascii() and url.isprintable() and " " not in url:
-            u = URL(url, encoded=True)
-        else:
-            u = URL(url)
-        port = u.port  # yarl checks the port lazily
-    except (ValueError, TypeError) as exc:
-        raise ProtocolError(_one_line(f"invalid URL: {exc}")) from None
-    if u.scheme not in ("http", "https") or not u.raw_host or port is None:
-        raise ProtocolError(_one_line(f"not an http(s) URL: {url}"))
-    return u
+class _Target(NamedTuple):
+    """What a request needs of its URL, parsed by the WHATWG parser (ada-url) the frontier's
+    canonical form comes from: ``href`` is what curl is given, ``host`` the name or address to
+    resolve (IPv6 without brackets), ``port`` the port (the scheme's default if none is given),
+    ``host_header`` the Host header's value."""
 
+    href: str
+    host: str
+    port: int
+    host_header: str
+
+
+_DEFAULT_PORTS = {"http:": 80, "https:": 443}
+
+
+def _target(url: str) -> _Target:
+    try:
+        u = ada_url.URL(url)
+    except ValueError as exc:
+        raise ProtocolError(_one_line(f"invalid URL: {url}: {exc}")) from None
+    default = _DEFAULT_PORTS.get(u.protocol)
+    if default is None or not u.hostname:
+        raise ProtocolError(_one_line(f"not an http(s) URL: {url}"))
+    host = u.hostname[1:-1] if u.hostname.startswith("[") else u.hostname
+    return _Target(u.href, host, int(u.port) if u.port else default, u.host)
 
 
 def _host_of(url: str) -> str:
     try:
-        return URL(url).raw_host or ""
-    except (ValueError, TypeError):
+        return _target(url).host
+    except ProtocolError:
         return ""
 
 
 def _host_port(url: str) -> str:
     try:
-        u = URL(url)
-        return f"{u.raw_host}:{u.port}"
-    except (ValueError, TypeError):
+        t = _target(url)
+    except ProtocolError:
         return ""
+    return f"{t.host}:{t.port}"
 
 
 def _os_detail(code: int) -> str:
@@ -265,13 +276,6 @@ def _limit(seconds: float | None) -> float | None:
 def _one_line(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
-
-
-def _host_header(u: URL) -> str:
-    host = u.raw_host or ""
-    if ":" in host:
-        host = f"[{host}]"
-    return host if u.is_default_port() else f"{host}:{u.port}"
 
 
 def _ca_options() -> list[tuple[int, str]]:
@@ -649,9 +653,9 @@ class Fetcher:
         res.elapsed = time.monotonic() - t0
         return res
 
-    async def _resolve(self, u: URL) -> list[str] | None:
+    async def _resolve(self, u: _Target) -> list[str] | None:
         """``+host:port:addr,...`` for curl's resolve list, or None for an IP-literal host."""
-        host = u.raw_host or ""
+        host = u.host
         literal = self._literals.get(host)
         if literal is None:
             self.resolver.check_literal(host)  # GuardRefused: not cached, raised every time
@@ -661,7 +665,7 @@ class Fetcher:
             self._literals[host] = literal
         if literal:
             return None  # an address (legacy forms too: checked above, curl parses them)
-        port = u.port or 0
+        port = u.port
         timeout = _limit(self.config.total_timeout)
         try:
             async with asyncio.timeout(timeout):
@@ -675,7 +679,7 @@ class Fetcher:
 
     async def _exchange(self, curl: _CurlLoop, url: str, headers: dict[str, str] | None,
                         res: FetchResult, t0: float) -> None:
-        u = _to_url(url)
+        u = _target(url)
         pinned = await self._resolve(u)
         handle = self._handle()
         total = _limit(self.config.total_timeout)
@@ -683,7 +687,7 @@ class Fetcher:
         if looked_up > 0.001:  # a lookup took time: curl gets what is left of the whole hop
             handle.setopt(pycurl.TIMEOUT_MS, max(1, int((total - looked_up) * 1000)))
         transfer = _Transfer(handle, curl.loop.create_future(), self.config.max_body)
-        handle.setopt(pycurl.URL, str(u))  # as given when plain ASCII (see _to_url), else encoded
+        handle.setopt(pycurl.URL, u.href)
         handle.setopt(pycurl.WRITEFUNCTION, transfer.write)
         handle.setopt(pycurl.HEADERFUNCTION, transfer.lines.append)
         if headers:
@@ -696,7 +700,7 @@ class Fetcher:
             handle.setopt(pycurl.HTTPHEADER, self._default_lines)
         if pinned is not None:
             handle.setopt(pycurl.RESOLVE, pinned)
-        res.request_headers = [("Host", _host_header(u)), *sent]
+        res.request_headers = [("Host", u.host_header), *sent]
         curl.add(transfer)
         try:
             code, message = await transfer.future
@@ -748,10 +752,8 @@ class Fetcher:
         """The request headers we meant to send, for a request that got no response."""
         out: list[tuple[str, str]] = []
         try:
-            u = URL(url)
-            if u.raw_host:
-                out.append(("Host", _host_header(u)))
-        except (ValueError, TypeError):
+            out.append(("Host", _target(url).host_header))
+        except ProtocolError:
             pass
         merged = dict(self._default_headers)
         merged.update(headers or {})

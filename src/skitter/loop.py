@@ -39,7 +39,7 @@ from .crawllog import crawl_log
 from .decide import Decision, Rules, backoff, decide
 from .dedup import DuplicateTests
 from .errors import BadSeedError, SkitterError
-from .frontier.base import Frontier
+from .frontier.base import Frontier, Reprioritizing
 from .index.live import LiveIndexer
 from .linkfilter import LinkFilter
 from .models import Candidate, FetchResult, Outcome, Page
@@ -47,6 +47,7 @@ from .procpool import ProcessDied, ProcessPool
 from .robots.cache import RobotsCache
 from .store.crawlstore import CrawlStore, iso
 from .strategies import ParentContext, Scorer
+from .strategies.base import PageObserver
 from .transport import Transport
 from .urls import URLError, canonicalize, host_key
 from .watchdog import Watchdog
@@ -318,12 +319,10 @@ class Crawler:
         relevance = self.scorer.relevance(cand.url, page)
         parent = ParentContext(url=cand.url, page=page, depth=cand.depth, priority=cand.priority,
                                relevance=relevance)
-        on_page = getattr(self.scorer, "on_page", None)   # importance strategies raise queued URLs
-        if on_page is not None:
-            changes = list(on_page(parent, page.links))
-            reprioritize = getattr(self.frontier, "reprioritize", None)
-            if changes and reprioritize is not None:
-                await reprioritize(changes)
+        if isinstance(self.scorer, PageObserver):   # importance strategies raise queued URLs
+            changes = self.scorer.on_page(parent, page.links)
+            if changes and isinstance(self.frontier, Reprioritizing):
+                await self.frontier.reprioritize(changes)
         if not follow_links or page.nofollow:
             return relevance
         follow = []

@@ -100,7 +100,6 @@ class Candidate:
     priority: float = 0.0
     redirects: int = 0
     attempts: int = 0
-    anchor: str = ""
 
 
 @fast_pickle

@@ -287,12 +287,6 @@ class GuardedResolver:
 
     # -- the guard ---------------------------------------------------------------------------
 
-    def is_allowed(self, ip: str) -> bool:
-        try:
-            return address_class(ip) in self.allowed
-        except ValueError:
-            return False
-
     def check_literal(self, host: str) -> None:
         """Raise :class:`GuardRefused` if ``host`` is an IP literal of a class not allowed.
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import codecs
 import logging
-import os
 import re
 from functools import lru_cache
 
 from selectolax.lexbor import LexborHTMLParser
 
 from . import urls
+from .compiled import speedups
 from . import boilerplate
 from .models import Link, Page, new_link
 
@@ -552,11 +552,8 @@ def _load_speedups():
     """``skitter._speedups`` if it was built, works with this selectolax, and walks the sample
     exactly as ``_walk_py`` does; else None (the Python walk is used). SKITTER_PURE_PYTHON=1
     forces the Python code."""
-    if os.environ.get("SKITTER_PURE_PYTHON"):
-        return None
-    try:
-        from . import _speedups as mod
-    except ImportError:
+    mod = speedups()
+    if mod is None:
         return None
     import selectolax
 

@@ -8,7 +8,7 @@ length-prefixed pickle per call to stdin and a reader task reads the answers fro
 else runs: no helper thread and no helper process (under uvloop, which the crawl uses; asyncio's own
 loop watches child processes with a thread each).
 
-Why not ``concurrent.futures.ProcessPoolExecutor`` (used until stop 9): it moves every call through
+Why not ``concurrent.futures.ProcessPoolExecutor``: it moves every call through
 two threads of the crawl process (a queue feeder and a result manager) that contend with the event
 loop for the GIL, and its semaphores start multiprocessing's resource tracker, a third process of
 about 12 MB. On the benchmark web those threads took about 0.35 ms of CPU a page, 8 % of the crawl's

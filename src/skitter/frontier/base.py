@@ -12,7 +12,7 @@ retry, a revisit): a URL has a due time of its own, apart from its host's polite
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import Protocol, Sequence, runtime_checkable
 
 from ..models import Candidate, Outcome
 
@@ -58,6 +58,7 @@ class Frontier(Protocol):
         watchdog's report of a stalled crawl."""
 
 
+@runtime_checkable
 class Reprioritizing(Protocol):
     """An optional capability: raise queued URLs' priorities (the importance strategies: new
     in-links, OPIC cash). The loop uses it only if the backend has it."""

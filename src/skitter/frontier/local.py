@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 from bisect import insort
+from dataclasses import replace
 from typing import Iterable, Sequence
 
 from ..clock import SYSTEM, Clock
@@ -436,5 +437,4 @@ class LocalFrontier:
 
 
 def _with_priority(cand: Candidate, priority: float) -> Candidate:
-    return Candidate(url=cand.url, depth=cand.depth, parent=cand.parent, priority=priority,
-                     redirects=cand.redirects, attempts=cand.attempts, anchor=cand.anchor)
+    return replace(cand, priority=priority)

@@ -22,12 +22,13 @@ Stop words are removed, not kept as gaps: the phrase "harbour of the north" matc
 
 from __future__ import annotations
 
-import os
 import re
 import unicodedata
 from functools import lru_cache
 
 import Stemmer
+
+from ..compiled import speedups
 
 __all__ = ["STOP_WORDS", "MAX_TOKEN", "tokens", "words", "column", "stem", "stem_words", "index_stem_words",
            "url_words", "fold"]
@@ -104,12 +105,7 @@ def _column_py(text: str, counts: dict[str, int]) -> str:
 # when it holds more than VOCABULARY words (about 150 bytes each); its stems come from a stemmer of
 # its own without PyStemmer's cache, which would hold the same words again.
 VOCABULARY = 50_000
-try:
-    from .. import _speedups
-except ImportError:
-    _speedups = None
-if os.environ.get("SKITTER_PURE_PYTHON"):
-    _speedups = None
+_speedups = speedups()
 if _speedups is not None:
     _speedups.analyzer_setup(STOP_WORDS, MAX_TOKEN, _fold_char)
 

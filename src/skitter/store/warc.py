@@ -117,10 +117,6 @@ Source = Union[WarcLocation, tuple[str, int, int]]
 # --------------------------------------------------------------------------------------- helpers
 
 
-def _sha1_b32(data: bytes) -> str:
-    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
-
-
 def _warc_date(ts: float) -> str:
     if not ts or ts <= 0:
         ts = time.time()

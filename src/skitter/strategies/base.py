@@ -8,7 +8,7 @@ and never do I/O. BFS and DFS are scorers too. The focused and importance strate
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Iterable, Protocol, runtime_checkable
 
 from ..models import Link, Page
 
@@ -31,8 +31,8 @@ class Scorer(Protocol):
     send the text to the crawl process (only its packed form, for storage)."""
     reads_link_context: bool
     """Whether ``score`` reads ``link.context`` (the words around a link: SharkSearch's anchor
-    context); if not, the worker processes leave it empty: ``parse_html`` takes 0.26 ms a page
-    of the benchmark web instead of 0.30. A scorer without the attribute gets it."""
+    context); if not, the analysis processes leave it empty: ``parse_html`` takes 0.26 ms a page
+    of the benchmark web instead of 0.30."""
 
     def seed_priority(self, url: str) -> float:
         """Priority of a seed URL."""
@@ -42,3 +42,22 @@ class Scorer(Protocol):
 
     def score(self, link: Link, parent: ParentContext) -> float:
         """Priority of a link found on ``parent`` (its depth is parent.depth + 1)."""
+
+
+@runtime_checkable
+class PageObserver(Protocol):
+    """An optional capability: a scorer that learns from every parsed page (the importance
+    strategies: in-link counts, OPIC cash) and asks the frontier to raise queued URLs."""
+
+    def on_page(self, parent: ParentContext, links: list[Link]) -> list[tuple[str, float]]:
+        """Called once per parsed page, before its links are scored: [(queued URL, new priority)]."""
+
+
+@runtime_checkable
+class Restorable(Protocol):
+    """An optional capability: a scorer whose state a resumed crawl rebuilds from what the crawl
+    stored (skitter.store.crawlstore.CrawlStore.replay_seeds / replay_pages)."""
+
+    def restore(self, seeds: Iterable[str],
+                pages: Iterable[tuple[str, bool, list[tuple[str, int, int, int, bool]]]]) -> int:
+        """Replay; returns the number of pages replayed."""
