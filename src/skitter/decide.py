@@ -9,8 +9,9 @@
   the same depth, so it passes robots.txt, the URL-seen test and politeness like any link; a bad
   Location, a hop beyond ``max_redirects`` or a redirect to itself is recorded as the error.
 - **content**: a 2xx: the page is stored unless the content-seen test found its body before
-  (``duplicate_of``); its links are followed unless it is a duplicate, or a near-duplicate whose
-  links its original already had (the :class:`~skitter.dedup.Verdict`).
+  (``duplicate_of``); its links are followed unless it is a duplicate or near-duplicate whose
+  links its original already had (the :class:`~skitter.dedup.Verdict`: a copy at another URL
+  may resolve its relative links elsewhere).
 - **final**: anything else (4xx, a 5xx out of retries, a failed fetch): stored as it is.
 
 Separately, ``retry_after``: seconds a 429 or 503 asked the host to wait, whatever else is decided.
@@ -68,7 +69,7 @@ def decide(cand: Candidate, result: FetchResult, analysis: Analysis | None, verd
         page = analysis.page if analysis is not None else None
         return Decision("content", retry_after=retry_after, error=result.error, duplicate_of=v.duplicate_of,
                         near_duplicate_of=v.near_duplicate_of,
-                        follow_links=page is not None and v.duplicate_of is None and v.follow_links)
+                        follow_links=page is not None and v.follow_links)
     return Decision("final", retry_after=retry_after, error=result.error)
 
 

@@ -959,7 +959,10 @@ class DuplicateTests:
             return None
         first = self.store.first_with_content(content_hash, url)
         if first != url:   # (the same URL fetched again is never its own duplicate)
-            return Verdict(duplicate_of=first, follow_links=False)
+            # the same bytes at another URL resolve their relative links elsewhere: follow them if
+            # they lead where the original's do not
+            follow = page is not None and links_worth_following(page.links, self.store.link_targets(fingerprint(first)))
+            return Verdict(duplicate_of=first, follow_links=follow)
         if page is None or self.index is None or fps is None or not len(fps):
             return Verdict()
         near, follow = None, True

@@ -287,7 +287,9 @@ class Crawler:
             if decision.duplicate_of is not None:
                 record["duplicate_of"] = decision.duplicate_of
                 self.stats.duplicates += 1
-            elif analysis.page is not None:
+            # a duplicate counts as a page (stored, scored, its links followed) only when its links
+            # lead where its original's do not: the same bytes at another URL
+            if analysis.page is not None and (decision.duplicate_of is None or decision.follow_links):
                 page = analysis.page
                 relevance = await self._follow(cand, page, decision.follow_links)
                 record["score"] = relevance if relevance is not None else cand.priority
@@ -314,8 +316,8 @@ class Crawler:
             self.stats.errors += 1
 
     async def _follow(self, cand: Candidate, page: Page, follow_links: bool) -> float | None:
-        """The page's relevance (the scorer's), and its links that pass the link filter, scored,
-        into the frontier."""
+        """The page's relevance (the scorer's, returned), what the scorer learns from the page,
+        and its links into the frontier if ``follow_links``."""
         relevance = self.scorer.relevance(cand.url, page)
         parent = ParentContext(url=cand.url, page=page, depth=cand.depth, priority=cand.priority,
                                relevance=relevance)
@@ -323,8 +325,14 @@ class Crawler:
             changes = self.scorer.on_page(parent, page.links)
             if changes and isinstance(self.frontier, Reprioritizing):
                 await self.frontier.reprioritize(changes)
-        if not follow_links or page.nofollow:
-            return relevance
+        if follow_links:
+            await self._follow_links(cand, page, parent)
+        return relevance
+
+    async def _follow_links(self, cand: Candidate, page: Page, parent: ParentContext) -> None:
+        """The page's links that pass the link filter, scored, into the frontier."""
+        if page.nofollow:
+            return
         follow = []
         depth = cand.depth + 1
         seen = self.frontier.seen_recently   # most links of a page lead to URLs seen already
@@ -335,7 +343,6 @@ class Crawler:
             if admit(link.url, depth):
                 follow.append(Candidate(url=link.url, depth=depth, parent=cand.url, priority=score(link, parent)))
         await self._enqueue(follow)
-        return relevance
 
     async def _enqueue(self, cands: list[Candidate]) -> None:
         """Into the frontier; a URL that cached robots.txt rules already disallow is recorded at

@@ -76,11 +76,11 @@ def test_finishes_in_bounded_time(crawl) -> None:
 
 
 def test_fetches_the_ground_truth(crawl) -> None:
-    """Every URL the ground truth has, with its final status, and no other, but the pages only
-    an exact duplicate's links lead to (the next test)."""
+    """Every URL the ground truth has, with its final status, and no other (the pages only an
+    exact duplicate's links lead to included: the next test)."""
     web, truth, records, _, _, _, _ = crawl
     fetched = {r["url"]: r["status"] for r in records if r["fetch_order"] is not None}
-    expected = {u: s for u, s in truth.items() if web.kind(u) != "print"}
+    expected = dict(truth)
     missing, extra = sorted(set(expected) - set(fetched)), sorted(set(fetched) - set(expected))
     assert (missing[:10], extra[:10]) == ([], [])
     assert {u: s for u, s in fetched.items() if s != expected[u]} == {}
@@ -89,10 +89,9 @@ def test_fetches_the_ground_truth(crawl) -> None:
     assert {r["url"] for r in skipped if not web.robots_allowed(r["url"])} == {r["url"] for r in skipped}
 
 
-@pytest.mark.xfail(strict=True, reason="skitter does not extract the links of an exact duplicate body, "
-                   "even when its relative links resolve elsewhere: /docs/x/ (same bytes as /docs/x, "
-                   "fetched first) links print.html, nothing else does (docs/webs.md)")
 def test_follows_the_links_of_a_duplicate_at_another_base(crawl) -> None:
+    """/docs/x/ has the same bytes as /docs/x (fetched first), but its relative link print.html
+    resolves to a page nothing else links: a duplicate's links are followed where they differ."""
     web, truth, records, _, _, _, _ = crawl
     fetched = {r["url"] for r in records if r["fetch_order"] is not None}
     behind = {u for u in truth if web.kind(u) == "print"}

@@ -210,7 +210,7 @@ def test_the_records_a_worker_sends_come_back_equal(url, anchor, context, visibi
     assert fast == link and hash(fast) == hash(link) and type(fast) is Link
     assert new_link(url) == Link(url)
     page = Page(title=anchor, headings=[context], text=url, links=[link, Link(url)], nofollow=nofollow)
-    for record in (link, page, Candidate(url, depth=2, anchor=anchor),
+    for record in (link, page, Candidate(url, depth=2, parent=anchor),
                    FetchResult(url, status=200, headers=[("a", anchor)], body=url.encode(errors="replace"))):
         back = pickle.loads(pickle.dumps(record, protocol=5))
         assert back == record and type(back) is type(record)
