@@ -87,6 +87,14 @@ def wait_for_generator(limit: float) -> None:
 
 
 def build_web(args, base_urls: list[str]):
+    """The demo web (no Crawl-delay), or with ``--web wild`` the wild web (skitter.demo.wild: a web
+    of another shape, with Crawl-delay on three hosts; its static form has no transient 503/429
+    and no latency, which need a live server)."""
+    if args.web == "wild":
+        from skitter.demo.wild import WildConfig, WildWeb
+
+        return WildWeb(WildConfig(seed=args.seed, hosts=args.hosts, pages=args.pages,
+                                  page_kb=(args.page_kb[0], args.page_kb[1])), base_urls)
     from skitter.demo.web import DemoConfig, DemoWeb
 
     config = DemoConfig(seed=args.seed, hosts=args.hosts, pages=args.pages,
@@ -96,13 +104,16 @@ def build_web(args, base_urls: list[str]):
 
 def web_dir_for(args, port: int) -> Path:
     key = f"s{args.seed}-h{args.hosts}-p{args.pages}-kb{args.page_kb[0]}_{args.page_kb[1]}-port{port}"
-    return OUT / "web" / key
+    return OUT / "web" / (key if args.web == "demo" else f"{args.web}-{key}")
 
 
 def generator_fingerprint() -> str:
     import hashlib
 
-    return hashlib.sha256((ROOT / "src" / "skitter" / "demo" / "web.py").read_bytes()).hexdigest()[:16]
+    h = hashlib.sha256()
+    for name in ("web.py", "wild.py"):
+        h.update((ROOT / "src" / "skitter" / "demo" / name).read_bytes())
+    return h.hexdigest()[:16]
 
 
 def ensure_static(web, root: Path) -> dict:
@@ -271,7 +282,10 @@ def skitter_command(args, seeds: list[str], crawl_dir: Path, variant: str) -> li
     return [str(exe) if exe.exists() else PY, *([] if exe.exists() else ["-m", "skitter"]),
             "crawl", *seeds, "-o", str(crawl_dir), "--quiet", "--delay", "0",
             "--per-host", str(args.per_host), "--concurrency", str(args.concurrency),
-            "--max-pages", str(args.budget), *SKITTER_VARIANTS[variant], *args.skitter_arg]
+            "--max-pages", str(args.budget), *SKITTER_VARIANTS[variant],
+            # the wild web has Crawl-delay hosts, which Scrapy does not obey: neither does skitter here
+            *(["--max-crawl-delay", "0"] if args.web == "wild" and "--max-crawl-delay" not in SKITTER_VARIANTS[variant]
+              else []), *args.skitter_arg]
 
 
 def run_skitter(args, seeds: list[str], run_dir: Path, nginx: Nginx, variant: str = "skitter") -> dict:
@@ -502,12 +516,15 @@ def render(ctx: dict) -> str:
           f"{m['os']}, Linux {m['kernel']}. The crawler, nginx (1 worker) and the harness share the cores.", ""]
     L.append("**Versions**: " + ", ".join(f"{k} {val}" for k, val in v.items()) + ".")
     w = ctx["web"]
-    L += ["", f"**Web**: `skitter.demo.web` seed {a['seed']}, {a['hosts']} hosts (127.0.0.2–127.0.0.{a['hosts'] + 1}, "
+    web_name = "skitter.demo.wild" if a.get("web") == "wild" else "skitter.demo.web"
+    L += ["", f"**Web**: `{web_name}` seed {a['seed']}, {a['hosts']} hosts (127.0.0.2–127.0.0.{a['hosts'] + 1}, "
           f"port {ctx['port']}), {a['pages']:,} pages of {a['page_kb'][0]}–{a['page_kb'][1]} KiB "
           f"({w['files']:,} static files, {w['bytes'] / 2**20:,.0f} MiB), written with `write_static` and served "
           "by nginx: one `server` per host IP, `worker_processes 1`, sendfile, keep-alive, no access log, no gzip; "
           "redirects and extra headers from the manifest as exact locations, spider traps absent (404). "
-          "robots.txt has no Crawl-delay (`crawl_delay=0`).", ""]
+          + ("robots.txt has Crawl-delay on three hosts, ignored by both crawlers (Scrapy does not read it; "
+             "skitter runs with `--max-crawl-delay 0`)." if a.get("web") == "wild"
+             else "robots.txt has no Crawl-delay (`crawl_delay=0`)."), ""]
     L.append(f"**Settings** (the same for all three): concurrency {a['concurrency']}, {a['per_host']} per host, "
              f"page budget {a['budget']:,}, depth limit 10, no delay, robots.txt obeyed (skitter, Scrapy).")
     L += ["", f"- skitter, three ways: `skitter crawl <{a['hosts']} seeds> -o DIR --quiet --delay 0 "
@@ -665,6 +682,8 @@ def parse_args(argv=None):
                     help="page budget of every crawl (default: 2 × pages, so the whole web is crawled)")
     ap.add_argument("--page-kb", type=int, nargs=2, default=(5, 50), metavar=("LO", "HI"))
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--web", choices=("demo", "wild"), default="demo",
+                    help="the generated web: the demo web, or the wild web (another shape; Crawl-delay hosts)")
     ap.add_argument("--port", type=int, default=8431,
                     help="port of every host (a free one if taken, unless a web for this port is on disk: "
                          "then the run stops and says so)")
@@ -734,7 +753,7 @@ def main(argv=None) -> int:
     winfo = ensure_static(web, web_root)
     truth = None
     try:
-        truth = {canon(u) for u in web.reachable(max_depth=10, obey_robots=True)}
+        truth = {canon(u) for u in web.reachable(max_depth=10, obey_robots=True)}   # (the wild web's: a dict)
     except Exception as exc:  # the ground truth is a bonus
         log(f"no ground truth: {type(exc).__name__}: {exc}")
     nginx_exe = ensure_nginx()
