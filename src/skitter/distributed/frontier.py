@@ -221,6 +221,7 @@ class RedisFrontier:
         self.members: list[str] = [self.worker]
         self.known_hosts: set[str] = set()        # hosts this process has put in sk:{C}:hosts
         self.wanted: set[str] = set()             # hosts the ring gives us, not leased yet
+        self._acquiring: set[str] = set()         # hosts whose lease is being asked for
         self._buf: list[tuple[str, int, str]] = []   # (host, fp, record or "") not yet in Redis
         self._seq = 0
         self.pending: int | None = None           # the last value of sk:{C}:pending we read
@@ -231,6 +232,7 @@ class RedisFrontier:
         self.fetched = 0
         self.moved_in = self.moved_out = self.handed_off = self.fenced = 0
         self._redis_down_since: float | None = None
+        self._started = time.time()
 
     # -- the Frontier interface -----------------------------------------------------------------
     async def add(self, candidates: Sequence[Candidate], *, decided: bool = False) -> list[Candidate]:
@@ -358,7 +360,7 @@ class RedisFrontier:
         return self.local.held_hosts(limit)
 
     # -- writes ----------------------------------------------------------------------------------
-    async def flush(self) -> None:
+    async def flush(self, release: bool = True) -> None:
         """Write the URLs done (or due again) to their hosts' queues in Redis, one script call per
         host, pipelined; then the count of pending URLs; then release the hosts we are leaving."""
         if self._buf:
@@ -381,6 +383,7 @@ class RedisFrontier:
             deleted = 0
             for (host, _, _), n in zip(calls, replies):
                 if n < 0:
+                    _debug(f"fenced on {host}")
                     self.fenced += 1
                     self._lost(host)
                 else:
@@ -389,7 +392,8 @@ class RedisFrontier:
                 self.pending = await self.client.decrby(self.keys.pending, deleted)
                 if self.pending <= 0:
                     self.local._wake.set()
-        await self._release_leaving()
+        if release:
+            await self._release_leaving()
 
     async def _scripts(self, script: _Script, calls: list[tuple[str, list[str], list]]) -> list:
         if not calls:
@@ -415,13 +419,17 @@ class RedisFrontier:
     # -- hosts: acquire, lose, release ------------------------------------------------------------
     async def _acquire(self, hosts: Sequence[str]) -> None:
         """Lease the hosts and load their queues; those leased by another worker stay wanted."""
-        hosts = [h for h in hosts if h not in self.local.held]
+        hosts = [h for h in dict.fromkeys(hosts) if h not in self.local.held and h not in self._acquiring]
         if not hosts:
             return
         ttl = int(self.lease_ttl * 1000)
-        replies = await self._scripts(_ACQUIRE, [
-            (h, [self.keys.host(h, "lease"), self.keys.host(h, "tok"), self.keys.host(h, "q"),
-                 self.keys.host(h, "pol")], [self.worker, ttl]) for h in hosts])
+        self._acquiring.update(hosts)
+        try:
+            replies = await self._scripts(_ACQUIRE, [
+                (h, [self.keys.host(h, "lease"), self.keys.host(h, "tok"), self.keys.host(h, "q"),
+                     self.keys.host(h, "pol")], [self.worker, ttl]) for h in hosts])
+        finally:
+            self._acquiring.difference_update(hosts)
         for host, reply in zip(hosts, replies):
             if reply is None:
                 self.wanted.add(host)
@@ -429,6 +437,7 @@ class RedisFrontier:
             self.wanted.discard(host)
             token, flat, pol = reply
             self.tokens[host] = f"{self.worker}:{int(token)}"
+            _debug(f"acquired {host} token {int(token)} with {len(flat) // 2} URLs")
             self._load(host, flat, float(pol) if pol else None)
 
     def _load(self, host: str, flat: list, pol: float | None) -> None:
@@ -471,6 +480,7 @@ class RedisFrontier:
         """The ring gave the host to another worker, or its lease was lost: hand out nothing more
         of it; it is released once nothing of it is in flight (:meth:`_release_leaving`)."""
         if host in self.local.held:
+            _debug(f"leaving {host}")
             self.local.leaving.add(host)
             h = self.local.hosts.get(host)
             if h is not None:
@@ -486,6 +496,7 @@ class RedisFrontier:
         calls = [(k, [self.keys.host(k, "lease"), self.keys.host(k, "pol")],
                   [self.tokens.get(k, ""), repr(local.hosts[k].clock.next_time + local._epoch)]) for k in done]
         await self._scripts(_RELEASE, calls)
+        _debug(f"released {done}")
         for k in done:
             self._drop(k)
             self.moved_out += 1
@@ -511,6 +522,7 @@ class RedisFrontier:
     def start(self) -> None:
         """Join the crawl: heartbeats, the ring over the live workers, the inbox, lease renewal."""
         if self._task is None:
+            self._started = time.time()
             self._task = asyncio.ensure_future(self._maintain())
 
     async def _maintain(self) -> None:
@@ -538,6 +550,10 @@ class RedisFrontier:
                 if self._redis_down_since is None:
                     self._redis_down_since = time.monotonic()
                     _say(f"Redis unreachable ({exc}); waiting for it")
+            except Exception as exc:   # a bug here must not silently end the heartbeats
+                _say(f"internal error in the membership task: {type(exc).__name__}: {exc}")
+                if os.environ.get("SKITTER_DEBUG"):
+                    raise
             await asyncio.sleep(self.heartbeat)
 
     async def _tick(self) -> None:
@@ -547,16 +563,14 @@ class RedisFrontier:
             pipe.zrangebyscore(self.keys.members, now - self.member_ttl, "+inf")
             pipe.lpop(self.keys.inbox(self.worker), 1000)
             pipe.get(self.keys.pending)
-            pipe.hset(self.keys.stats(self.worker), mapping={
-                "fetched": self.fetched, "queued": self.queued, "in_flight": self.in_flight,
-                "hosts": len(self.local.held), "at": now, "handed_off": self.handed_off,
-                "moved_in": self.moved_in, "moved_out": self.moved_out})
+            pipe.hset(self.keys.stats(self.worker), mapping=self._figures(now))
             pipe.expire(self.keys.stats(self.worker), 3600)
             _, members, inbox, pending, _, _ = await pipe.execute()
         members = sorted(m.decode() if isinstance(m, bytes) else m for m in members)
         if self.worker not in members:
             members = sorted([*members, self.worker])
         if members != self.members:
+            _debug(f"members {members}")
             self.members = members
             self.ring = Ring(members)
             for host in list(self.local.held):
@@ -573,6 +587,11 @@ class RedisFrontier:
             self._idle_pending = (self.pending, self._idle_pending[1] + 1)
         else:
             self._idle_pending = (self.pending, 0)
+
+    def _figures(self, now: float) -> dict[str, Any]:
+        return {"fetched": self.fetched, "queued": self.queued, "in_flight": self.in_flight,
+                "hosts": len(self.local.held), "at": now, "started": self._started, "handed_off": self.handed_off,
+                "moved_in": self.moved_in, "moved_out": self.moved_out, "fenced": self.fenced}
 
     def _receive(self, batch: dict[str, list[str]]) -> None:
         """URLs another worker found for hosts the ring gives us."""
@@ -595,6 +614,7 @@ class RedisFrontier:
              [self.tokens[h], ttl, repr(self.local.hosts[h].clock.next_time + self.local._epoch)]) for h in hosts])
         for h, ok in zip(hosts, replies):
             if not ok:
+                _debug(f"renewal failed on {h}")
                 self._lost(h)
 
     async def _scan(self) -> None:
@@ -637,11 +657,19 @@ class RedisFrontier:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         try:
-            for host in list(self.local.held):
-                self._lost(host)
-            # in-flight URLs were abandoned by the loop: their hosts' leases expire instead
-            await self.flush()
-            await self.client.zrem(self.keys.members, self.worker)
+            # The store is closed by now (and committed everything done): write those URLs, then
+            # release every lease with nothing in flight (an abandoned URL's host waits for its
+            # lease to expire, so its politeness holds), without touching the local database.
+            await self.flush(release=False)
+            local = self.local
+            free = [k for k in self.tokens if not local.hosts[k].clock.active]
+            await self._scripts(_RELEASE, [
+                (k, [self.keys.host(k, "lease"), self.keys.host(k, "pol")],
+                 [self.tokens[k], repr(local.hosts[k].clock.next_time + local._epoch)]) for k in free])
+            figures = self._figures(time.time())
+            figures["hosts"] = 0
+            await self.client.hset(self.keys.stats(self.worker), mapping=figures)
+            await self.client.zadd(self.keys.members, {self.worker: 0})   # gone: kept for stats --redis
         except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
             _say(f"could not leave the crawl cleanly ({exc}); its leases expire in {self.lease_ttl:g} s")
 
@@ -659,6 +687,16 @@ class RedisFrontier:
                 wait = min(wait * 2, 5.0)
                 continue
             return result
+
+
+_DEBUG = bool(os.environ.get("SKITTER_DIST_DEBUG"))
+
+
+def _debug(message: str) -> None:
+    if _DEBUG:
+        import sys
+
+        print(f"{time.time():.3f} {os.getpid()} {message}", file=sys.stderr, flush=True)
 
 
 def _say(message: str) -> None:
