@@ -141,6 +141,51 @@ end
 return n
 """)
 
+_ADMIT = _Script.of("""
+-- The URL-seen test and the queueing of the new URLs in one atomic step (a single Redis: a
+-- worker killed between the two would leave URLs seen and never queued).
+-- KEYS: nb seen buckets, pending, hosts, nq host queues.
+-- ARGV: width, nb, nq, nb packed remainders (one string per bucket), nq host names, then per
+-- remainder in bucket order: queue index (1-based), fingerprint, record.
+local w = tonumber(ARGV[1])
+local nb, nq = tonumber(ARGV[2]), tonumber(ARGV[3])
+local function has(bucket, rem)
+  local at = string.find(bucket, rem, 1, true)
+  while at and (at - 1) % w ~= 0 do
+    at = string.find(bucket, rem, at + 1, true)
+  end
+  return at ~= nil
+end
+local flags = {}
+local k = 4 + nb + nq
+local new, used = 0, {}
+for i = 1, nb do
+  local bucket = redis.call('GET', KEYS[i]) or ''
+  local before = #bucket
+  local rems = ARGV[3 + i]
+  for j = 1, #rems, w do
+    local rem = string.sub(rems, j, j + w - 1)
+    local q, fp, rec = tonumber(ARGV[k]), ARGV[k + 1], ARGV[k + 2]
+    k = k + 3
+    if has(bucket, rem) then
+      flags[#flags + 1] = '0'
+    else
+      bucket = bucket .. rem
+      flags[#flags + 1] = '1'
+      redis.call('HSET', KEYS[nb + 2 + q], fp, rec)
+      new = new + 1
+      used[q] = true
+    end
+  end
+  if #bucket > before then
+    redis.call('APPEND', KEYS[i], string.sub(bucket, before + 1))
+  end
+end
+for q in pairs(used) do redis.call('SADD', KEYS[nb + 2], ARGV[3 + nb + q]) end
+local pending = redis.call('INCRBY', KEYS[nb + 1], new)
+return {table.concat(flags), pending}
+""")
+
 _ZERO_IF = _Script.of("""
 -- KEYS: pending; ARGV: the value seen. Set to 0 if unchanged (a count left too high by a crash).
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], 0) return 1 end
@@ -239,6 +284,8 @@ class RedisFrontier:
         if not candidates:
             return []
         fps = [fingerprint(c.url) for c in candidates]
+        if not decided and not self.seen._cluster:
+            return await self._add_atomic(candidates, fps)
         flags = await self._retrying(self.seen.add_many, fps)
         new = [c for c, f in zip(candidates, flags) if f]
         if decided or not new:
@@ -279,6 +326,68 @@ class RedisFrontier:
             replies = await pipe.execute()
         self.known_hosts.update(by_host)
         self.pending = replies[-1]
+        if mine:
+            self.local.admit(mine)
+        if acquire:
+            await self._acquire(acquire)
+        return new
+
+    async def _add_atomic(self, candidates: Sequence[Candidate], fps: list[int]) -> list[Candidate]:
+        """:meth:`add` on a single Redis: the seen test and the records in one script, then the
+        hand-off to other owners (what they miss, they load from the host's queue)."""
+        from .seen import WIDTH, _REMAINDER, _SHIFT, _U64
+
+        by_bucket: dict[int, list[int]] = {}
+        for pos, fp in enumerate(fps):
+            by_bucket.setdefault((fp & _U64) >> _SHIFT, []).append(pos)
+        hosts = [host_key(c.url) for c in candidates]
+        qindex: dict[str, int] = {}
+        for h in hosts:
+            qindex.setdefault(h, len(qindex) + 1)
+        buckets = list(by_bucket)
+        order = [p for b in buckets for p in by_bucket[b]]
+        records = []
+        for p in order:
+            self._seq += 1
+            records.append(_record(candidates[p], self._seq))
+        keys = [self.seen.key(b) for b in buckets] + [self.keys.pending, self.keys.hosts] + \
+            [self.keys.host(h, "q") for h in qindex]
+        args: list = [WIDTH, len(buckets), len(qindex)]
+        args += [b"".join((fps[p] & _REMAINDER).to_bytes(WIDTH, "big") for p in by_bucket[b]) for b in buckets]
+        args += list(qindex)
+        for p, rec in zip(order, records):
+            args += [qindex[hosts[p]], str(fps[p]), rec]
+        (flags, pending), = await self._scripts(_ADMIT, [("", keys, args)])
+        self.pending = pending
+        is_new = [False] * len(candidates)
+        for p, flag in zip(order, flags):
+            is_new[p] = flag == 49 or flag == "1"
+        new = [c for c, f in zip(candidates, is_new) if f]
+        if not new:
+            return new
+        mine: list[Candidate] = []
+        acquire: list[str] = []
+        handoff: dict[str, dict[str, list]] = defaultdict(dict)
+        rec_of = dict(zip(order, records))
+        for p, c in enumerate(candidates):
+            if not is_new[p]:
+                continue
+            host = hosts[p]
+            owner = self.ring.owner(host)
+            if owner == self.worker:
+                if host in self.local.held:
+                    if host not in self.local.leaving:
+                        mine.append(c)
+                elif host not in acquire:
+                    acquire.append(host)
+            else:
+                handoff[owner].setdefault(host, []).append(rec_of[p])
+        if handoff:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for owner, batch in handoff.items():
+                    pipe.rpush(self.keys.inbox(owner), json.dumps(batch, separators=(",", ":")))
+                    self.handed_off += sum(len(r) for r in batch.values())
+                await pipe.execute()
         if mine:
             self.local.admit(mine)
         if acquire:
@@ -449,18 +558,19 @@ class RedisFrontier:
         h = local._host(host)
         if pol is not None:
             h.clock.next_time = max(h.clock.next_time, pol - local._epoch)
+        decoded = sorted((_decode(flat[i + 1]) + (int(flat[i]),) for i in range(0, len(flat), 2)),
+                         key=lambda r: r[1])
         rows = []
-        for i in range(0, len(flat), 2):
-            c, seq, due = _decode(flat[i + 1])
-            rows.append((int(flat[i]), c.url, host, c.depth, c.parent, c.priority, seq,
-                         c.redirects, c.attempts, due))
-            self._seq = max(self._seq, seq)
+        # in the order they were admitted, numbered anew: the seq of records written by several
+        # workers may repeat, and a host's window breaks ties by seq
+        for c, _, due, fp in decoded:
+            self._seq = local.seq = max(self._seq, local.seq) + 1
+            rows.append((fp, c.url, host, c.depth, c.parent, c.priority, self._seq, c.redirects, c.attempts, due))
         db = self.db
         db.ensure_tx()
         db.conn.executemany(
             "INSERT OR REPLACE INTO urls (fp, url, host, depth, parent, priority, seq, state, redirects, attempts, due)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)", rows)
-        local.seq = max(local.seq, self._seq)
         self.moved_in += 1
         self._recount(h)
 
