@@ -221,6 +221,22 @@ cli.add_command(serve)
 
 from .cli_distributed import worker  # noqa: E402
 
+
+@cli.command("merge")
+@click.argument("directories", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--output", "output", required=True, type=click.Path(), help="the new crawl directory")
+def merge_cmd(directories: tuple[str, ...], output: str) -> None:
+    """One crawl directory from several (a distributed crawl's workers'): each URL once, the
+    latest fetch winning, the link graph joined; then its search index."""
+    from .index.live import finish_index
+    from .merge import merge
+
+    counts = merge([Path(d) for d in directories], Path(output))
+    finish_index(Path(output))
+    click.echo(f"{counts['urls']:,} URLs, {counts['pages']:,} pages, {counts['links']:,} links merged into {output}",
+               err=True)
+
+
 cli.add_command(worker)
 
 

@@ -179,4 +179,18 @@ def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path
     late = {k: round(killed_at - first[k], 3) for k in repeated if first[k] < killed_at - 0.6}
     print(f"{len(repeated)} URLs fetched twice")
     assert not late, f"URLs done well before the kill fetched again: {late}"
+    # merged: each URL once, nothing missing, the fetch order renumbered, search works on it
+    merged = tmp_path / "merged"
+    res = skitter("merge", *(str(tmp_path / f"w{i}") for i in range(4)), "-o", str(merged))
+    assert res.returncode == 0, res.stderr
+    out = skitter("export", str(merged), "--format", "jsonl")
+    records = [json.loads(line) for line in out.stdout.splitlines()]
+    urls = [r["url"] for r in records]
+    assert len(urls) == len(set(urls))
+    assert portless([r["url"] for r in records if r["fetch_order"] is not None], web) >= expected
+    orders = sorted(r["fetch_order"] for r in records if r["fetch_order"] is not None)
+    assert orders == list(range(1, len(orders) + 1))
+    assert sum(1 for r in records if r["outlinks"]) > 0
+    res = skitter("search", str(merged), "gardening", "--json")
+    assert res.returncode == 0 and res.stdout.strip(), res.stderr
     check_politeness(entries)
