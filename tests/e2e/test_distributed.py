@@ -194,3 +194,32 @@ def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path
     res = skitter("search", str(merged), "gardening", "--json")
     assert res.returncode == 0 and res.stdout.strip(), res.stderr
     check_politeness(entries)
+
+
+def test_two_workers_on_a_redis_cluster(redis_cluster, local_urls, tmp_path):
+    """The same crawl on the three-node Redis Cluster: every key of a host in one slot (hash tags),
+    the seen set spread over the nodes."""
+    _, expected = local_urls
+    redis_cluster.flush()
+    with DemoServer(WEB, latency_ms=2) as srv:
+        web = srv.web
+        procs = [spawn("crawl", *srv.web.seeds(), "-o", str(tmp_path / "w0"), "--redis", redis_cluster.url,
+                       "--crawl-id", "cluster", *COMMON),
+                 spawn("worker", "--redis", redis_cluster.url, "--crawl-id", "cluster", "-o", str(tmp_path / "w1"),
+                       "-q")]
+        results = finish(procs)
+    assert [rc for rc, _ in results] == [0, 0], [err[-2000:] for _, err in results]
+    everything = [u for i in range(2) for u in fetched_urls(tmp_path / f"w{i}")]
+    assert len(everything) == len(set(everything))
+    assert portless(everything, web) == expected
+    keys = []
+    for node in redis_cluster.nodes:
+        with node.admin() as client:
+            keys += client.keys("sk:*")
+    assert len({k.split(b"}")[0] for k in keys if b":seen:" in k}) > 50   # the seen set's tag groups
+
+
+def test_unreachable_redis_is_one_line(tmp_path):
+    res = skitter("worker", "--redis", "redis://127.0.0.1:1/0", "-o", str(tmp_path / "w"), timeout=30)
+    assert res.returncode == 1
+    assert res.stderr.count("\n") == 1 and "cannot connect to Redis at redis://127.0.0.1:1/0" in res.stderr
