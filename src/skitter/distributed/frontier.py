@@ -357,7 +357,7 @@ class RedisFrontier:
         args += list(qindex)
         for p, rec in zip(order, records):
             args += [qindex[hosts[p]], str(fps[p]), rec]
-        (flags, pending), = await self._scripts(_ADMIT, [("", keys, args)])
+        (flags, pending), = await self._retrying(self._scripts, _ADMIT, [("", keys, args)])
         self.pending = pending
         is_new = [False] * len(candidates)
         for p, flag in zip(order, flags):
@@ -383,16 +383,19 @@ class RedisFrontier:
             else:
                 handoff[owner].setdefault(host, []).append(rec_of[p])
         if handoff:
-            async with self.client.pipeline(transaction=False) as pipe:
-                for owner, batch in handoff.items():
-                    pipe.rpush(self.keys.inbox(owner), json.dumps(batch, separators=(",", ":")))
-                    self.handed_off += sum(len(r) for r in batch.values())
-                await pipe.execute()
+            await self._retrying(self._hand_off, handoff)
         if mine:
             self.local.admit(mine)
         if acquire:
-            await self._acquire(acquire)
+            await self._retrying(self._acquire, acquire)
         return new
+
+    async def _hand_off(self, handoff: dict[str, dict[str, list]]) -> None:
+        async with self.client.pipeline(transaction=False) as pipe:
+            for owner, batch in handoff.items():
+                pipe.rpush(self.keys.inbox(owner), json.dumps(batch, separators=(",", ":")))
+            await pipe.execute()
+        self.handed_off += sum(len(r) for batch in handoff.values() for r in batch.values())
 
     async def next_ready(self) -> Candidate | None:
         if self._hold:
@@ -784,18 +787,25 @@ class RedisFrontier:
             _say(f"could not leave the crawl cleanly ({exc}); its leases expire in {self.lease_ttl:g} s")
 
     async def _retrying(self, fn, *args):
-        """Call ``fn``; while Redis is unreachable, say so once and try again with backoff."""
+        """Call ``fn``; while Redis refuses connections (down, restarting), say so once and try
+        again with backoff. Only a refused connection is retried: nothing was sent, so nothing
+        ran twice (a connection lost mid-reply is raised: the call may have run)."""
         wait = 0.2
         while True:
             try:
                 result = await fn(*args)
-            except (rex.ConnectionError, rex.TimeoutError) as exc:
+            except (rex.ConnectionError, OSError) as exc:
+                if "connecting to" not in str(exc) or self._stopped:
+                    raise
                 if self._redis_down_since is None:
                     self._redis_down_since = time.monotonic()
                     _say(f"Redis unreachable ({exc}); retrying")
                 await asyncio.sleep(wait)
                 wait = min(wait * 2, 5.0)
                 continue
+            if self._redis_down_since is not None:
+                _say(f"Redis is back after {time.monotonic() - self._redis_down_since:.0f} s")
+                self._redis_down_since = None
             return result
 
 
