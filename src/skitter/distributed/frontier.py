@@ -746,7 +746,27 @@ class RedisFrontier:
         if self.wanted:
             await self._acquire(list(self.wanted))
         if self._idle_pending[1] >= 6 and self.pending and not self.local._leases:
+            await self._resync_held()
             await self._check_pending(self.pending)
+
+    async def _resync_held(self) -> None:
+        """A safety net for liveness: a host this worker holds with nothing local to do, nothing
+        in flight and nothing unwritten, whose queue in Redis is not empty (a hand-off lost to an
+        error), is loaded again from Redis."""
+        local = self.local
+        busy = {b[0] for b in self._buf}
+        idle = [k for k in local.held if k not in local.leaving and k not in busy
+                and not local.hosts[k].has_work() and not local.hosts[k].clock.active]
+        if not idle:
+            return
+        async with self.client.pipeline(transaction=False) as pipe:
+            for k in idle:
+                pipe.hgetall(self.keys.host(k, "q"))
+            got = await pipe.execute()
+        for k, records in zip(idle, got):
+            if records and k in local.held and not local.hosts[k].has_work():
+                _debug(f"resync {k}: {len(records)} URLs")
+                self._load(k, [x for pair in records.items() for x in pair], None)
 
     async def _all_hosts(self) -> list[str]:
         return [h.decode() if isinstance(h, bytes) else h async for h in self.client.sscan_iter(self.keys.hosts, count=1000)]
