@@ -223,3 +223,28 @@ def test_unreachable_redis_is_one_line(tmp_path):
     res = skitter("worker", "--redis", "redis://127.0.0.1:1/0", "-o", str(tmp_path / "w"), timeout=30)
     assert res.returncode == 1
     assert res.stderr.count("\n") == 1 and "cannot connect to Redis at redis://127.0.0.1:1/0" in res.stderr
+
+
+def test_redis_restarted_mid_crawl(redis_servers, local_urls, tmp_path):
+    """Redis (with its append-only file) restarted mid-crawl: the workers wait for it, say so, and
+    the crawl completes with every page."""
+    _, expected = local_urls
+    server = redis_servers(appendonly=True)
+    log = tmp_path / "access.jsonl"
+    with DemoServer(WEB, latency_ms=2, access_log=log) as srv:
+        web = srv.web
+        procs = [spawn("crawl", *srv.web.seeds(), "-o", str(tmp_path / "w0"), "--redis", server.url,
+                       "--crawl-id", "restart", *COMMON),
+                 spawn("worker", "--redis", server.url, "--crawl-id", "restart", "-o", str(tmp_path / "w1"), "-q")]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not log.exists() or len(requests(log)) < 80):
+            time.sleep(0.1)
+        assert len(requests(log)) < 200, "the crawl ended before the restart"
+        server.stop()
+        time.sleep(3.0)   # longer than redis-py's own retries
+        server.start()
+        results = finish(procs)
+    assert [rc for rc, _ in results] == [0, 0], [err[-2000:] for _, err in results]
+    assert any("Redis unreachable" in err for _, err in results), [err[-2000:] for _, err in results]
+    everything = [u for i in range(2) for u in fetched_urls(tmp_path / f"w{i}")]
+    assert portless(everything, web) >= expected

@@ -286,7 +286,7 @@ class RedisFrontier:
         fps = [fingerprint(c.url) for c in candidates]
         if not decided and not self.seen._cluster:
             return await self._add_atomic(candidates, fps)
-        flags = await self._retrying(self.seen.add_many, fps)
+        flags = await self._retrying(self.seen.add_many, fps, lost_reply_ok=False)
         new = [c for c, f in zip(candidates, flags) if f]
         if decided or not new:
             if decided and new:
@@ -400,7 +400,7 @@ class RedisFrontier:
     async def next_ready(self) -> Candidate | None:
         if self._hold:
             self._hold = False
-            self.pending = await self.client.decr(self.keys.pending)
+            self.pending = await self._retrying(self.client.decr, self.keys.pending, lost_reply_ok=False)
         local = self.local
         while not self._stopped:
             cand = local._pop_ready()
@@ -806,16 +806,18 @@ class RedisFrontier:
         except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
             _say(f"could not leave the crawl cleanly ({exc}); its leases expire in {self.lease_ttl:g} s")
 
-    async def _retrying(self, fn, *args):
-        """Call ``fn``; while Redis refuses connections (down, restarting), say so once and try
-        again with backoff. Only a refused connection is retried: nothing was sent, so nothing
-        ran twice (a connection lost mid-reply is raised: the call may have run)."""
+    async def _retrying(self, fn, *args, lost_reply_ok: bool = True):
+        """Call ``fn``; while Redis is unreachable (down, restarting), say so once and try again
+        with backoff. A call whose reply was lost may have run: retried, the admission script
+        finds its URLs seen and queued already (their owners load them from their hosts' queues:
+        :meth:`_resync_held`), an acquisition finds the lease its own. With ``lost_reply_ok``
+        False only a refused connection is retried (nothing was sent)."""
         wait = 0.2
         while True:
             try:
                 result = await fn(*args)
-            except (rex.ConnectionError, OSError) as exc:
-                if "connecting to" not in str(exc) or self._stopped:
+            except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+                if self._stopped or (not lost_reply_ok and "connecting to" not in str(exc)):
                     raise
                 if self._redis_down_since is None:
                     self._redis_down_since = time.monotonic()
