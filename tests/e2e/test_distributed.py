@@ -201,11 +201,24 @@ def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path
     check_politeness(entries)
 
 
-def test_two_workers_on_a_redis_cluster(redis_cluster, local_urls, tmp_path):
+@pytest.fixture
+def own_cluster(tmp_path):
+    """A three-node Redis Cluster of this test alone (the session's shared one would outlive this
+    module, and tests that count this process's children, such as test_procpool's, would see it)."""
+    import redis_servers
+
+    reason = redis_servers.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    with redis_servers.RedisClusterNodes(tmp_path / "cluster") as cluster:
+        yield cluster
+
+
+def test_two_workers_on_a_redis_cluster(own_cluster, local_urls, tmp_path):
     """The same crawl on the three-node Redis Cluster: every key of a host in one slot (hash tags),
     the seen set spread over the nodes."""
     _, expected = local_urls
-    redis_cluster.flush()
+    redis_cluster = own_cluster
     with DemoServer(WEB, latency_ms=2) as srv:
         web = srv.web
         procs = [spawn("crawl", *srv.web.seeds(), "-o", str(tmp_path / "w0"), "--redis", redis_cluster.url,
