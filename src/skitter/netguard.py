@@ -25,7 +25,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TypedDict
-from urllib.parse import urlsplit
+
+from .urls import URLError, origin
 
 LOOPBACK = "loopback"
 PRIVATE = "private"
@@ -141,12 +142,9 @@ def legacy_ipv4(host: str) -> str | None:
 
 def _seed_host(url: str) -> str | None:
     try:
-        host = urlsplit(url.strip()).hostname
-    except ValueError:
+        return origin(url.strip())[1].rstrip(".")
+    except URLError:
         return None
-    if not host:
-        return None
-    return host.rstrip(".").lower()
 
 
 def allowed_classes(

@@ -1,9 +1,8 @@
 """The settings registry: every default typed once (on CrawlConfig), bounds enforced from the CLI."""
 
-from dataclasses import fields
-
 import subprocess
 import sys
+from dataclasses import fields
 
 import pytest
 
