@@ -28,7 +28,7 @@ class Analysis:
     warc: bytes | None            # the request + response records, ready to append
     content_hash: str | None      # xxh3-128 of the decoded body (2xx only)
     page: Page | None             # parsed HTML (2xx HTML only)
-    fingerprints: "np.ndarray | None" = None  # the smallest winnowing fingerprints of the main text
+    fingerprints: np.ndarray | None = None  # the smallest winnowing fingerprints of the main text
     text: bytes | None = None     # the page's text as pages.text stores it (store.text.pack_text),
     #                               or None when the crawl process packs it (``pack=False``)
 

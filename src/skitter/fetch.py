@@ -179,7 +179,7 @@ class _Decoder:
         self.chunks: list[bytes] = []
 
     @classmethod
-    def for_headers(cls, values: list[str], cap: int) -> "_Decoder | None":
+    def for_headers(cls, values: list[str], cap: int) -> _Decoder | None:
         codings = [c.strip().lower() for v in values for c in v.split(",")]
         codings = [c for c in codings if c and c != "identity"]
         if not codings or any(c not in _DECODABLE for c in codings):
@@ -579,7 +579,7 @@ class Fetcher:
                                max(0, cfg.per_host))
         return self._curl
 
-    async def __aenter__(self) -> "Fetcher":
+    async def __aenter__(self) -> Fetcher:
         if self._curl is None:
             self._open()
         return self

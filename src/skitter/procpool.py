@@ -31,7 +31,8 @@ import logging
 import os
 import pickle
 import sys
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .procpool_child import HEAD as _HEAD, READY, frame, grow_pipe as _grow_pipe
 
@@ -79,7 +80,7 @@ class ProcessPool:
         self._changed: asyncio.Event | None = None
         self.deaths = 0               # children that died on their own
 
-    async def __aenter__(self) -> "ProcessPool":
+    async def __aenter__(self) -> ProcessPool:
         await self.start()
         return self
 
@@ -240,7 +241,7 @@ class ProcessPool:
         for w in self._children:
             try:
                 await asyncio.wait_for(w.proc.wait(), _CLOSE_WAIT)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 w.proc.kill()
                 await w.proc.wait()
         for w in self._children:

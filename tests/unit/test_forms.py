@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 import json
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 import xxhash

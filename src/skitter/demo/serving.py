@@ -31,7 +31,8 @@ import time
 import traceback
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Self
+from typing import TYPE_CHECKING, Any, Self
+from collections.abc import Awaitable, Callable
 
 if TYPE_CHECKING:
     from aiohttp import web as aioweb
@@ -110,7 +111,7 @@ async def serve(ips: list[str], port: int, setup: Setup, *, access_log: Path | N
     itself, e.g. ``curl --resolve``)."""
     from aiohttp import web as aioweb
 
-    log = open(access_log, "a", encoding="utf-8") if access_log else None
+    log = open(access_log, "a", encoding="utf-8") if access_log else None  # noqa: ASYNC230 - once, before serving
     state: dict[str, Any] = {}
 
     async def handler(request: aioweb.BaseRequest) -> aioweb.StreamResponse:
@@ -193,7 +194,7 @@ async def serve(ips: list[str], port: int, setup: Setup, *, access_log: Path | N
             t.cancel()
         try:
             await asyncio.wait_for(runner.cleanup(), 2.0)
-        except (asyncio.TimeoutError, Exception):
+        except (TimeoutError, Exception):
             pass
         if log is not None:
             log.close()

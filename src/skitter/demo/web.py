@@ -105,7 +105,7 @@ import sys
 from array import array
 from collections import deque
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -436,7 +436,7 @@ class _Links:
 class _Host:
     """The small per-host tables: article count, topic permutation, the special pages."""
 
-    def __init__(self, web: "DemoWeb", g: int, budget: int) -> None:
+    def __init__(self, web: DemoWeb, g: int, budget: int) -> None:
         cfg = web.config
         n_hosts, T = cfg.hosts, cfg.topics
         self.T = T
@@ -707,7 +707,7 @@ class DemoWeb:
         paras = [p for p in re.findall(r"<p>.*?</p>", body) if "<a " not in p]
         return max(paras, key=len) if paras else None
 
-    def _mirrored(self, h: "_Host", n: int) -> bool:
+    def _mirrored(self, h: _Host, n: int) -> bool:
         if h.mirror_of is None:
             return False
         m = h.rank(n)
@@ -1991,7 +1991,7 @@ class DemoWeb:
             return page.replace("</header>\n", f'</header>\n<aside class="ad">Sponsored: {ad} '
                                 f"Offer code {token[:8].upper()}.</aside>\n", 1)
         if kind == 1:
-            served = datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="microseconds")
+            served = datetime.fromtimestamp(now, UTC).isoformat(timespec="microseconds")
             return page.replace("</footer>", f"<p>Served at {served} by edge {token[:6]}.</p></footer>", 1)
         a = page.index("<nav")
         b = page.index("</nav>", a)
@@ -2261,7 +2261,7 @@ def _not_modified(etag: str, lm_time: float | None, if_none_match: str | None,
 
 
 def _w3c(t: float) -> str:
-    return datetime.fromtimestamp(int(t), timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    return datetime.fromtimestamp(int(t), UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
 
 
 def _robots_match(pattern: str, path: str) -> bool:

@@ -814,7 +814,7 @@ class WildWeb:
             for _ in range(max(1, h.n // 150)):
                 self._chain(h, rng, rng.randint(1, 4), h.docs[rng.choice(h.contents)].pq)
         one = lambda: self.hosts[rng.choice(eligible)]   # noqa: E731 - a host for a one-off
-        for k in range(2):
+        for _ in range(2):
             h = one()
             pq = f"/archive/{self._token(rng)}.html"
             h.routes[pq] = _Res("gone", status=410)

@@ -61,10 +61,10 @@ import time
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from ..errors import CrawlDirError, UsageError
 from ..store.db import DB_NAME, connect
@@ -189,7 +189,7 @@ def _iso(value: str | None) -> str | None:
     except (ValueError, TypeError, IndexError):
         return None
     if dt.tzinfo is not None:
-        dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+        dt = dt.astimezone(UTC).replace(tzinfo=None)
     return dt.strftime("%Y-%m-%dT%H:%M:%S")
 
 

@@ -119,7 +119,7 @@ class Searcher:
         if self._crawl is not None:
             self._crawl.close()
 
-    def __enter__(self) -> "Searcher":
+    def __enter__(self) -> Searcher:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -233,7 +233,7 @@ class Searcher:
             except sqlite3.Error:
                 texts = {}
         hits = []
-        for i, ((tier, negscore, fp, s, fam, pr), dups) in enumerate(window):
+        for i, ((tier, negscore, fp, s, _fam, pr), dups) in enumerate(window):
             _, url, title, date, host = docs[fp]
             plain = markup = ""
             if snippets:
@@ -286,7 +286,7 @@ class Searcher:
             return None
         found = extract(word, cand_words, scorer=Levenshtein.distance, score_cutoff=maxd, limit=None)
         ranked = sorted(((d, -cand_n[i], w) for w, d, i in found if w != word))
-        for d, _, w in ranked[:20]:
+        for _d, _, w in ranked[:20]:
             if self._df(analyze.stem(w)) > 0:
                 return w
         return None
