@@ -113,6 +113,9 @@ class _Importance:
         self._counted = None
         return n
 
+    def relevance(self, url: str, page: Page) -> float:
+        raise NotImplementedError
+
     def spread(self, parent: ParentContext, targets: dict[str, float]) -> list[tuple[str, float]]:
         raise NotImplementedError
 

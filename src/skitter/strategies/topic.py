@@ -27,13 +27,15 @@ another strategy, reads as band 0).
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 
 try:  # PyStemmer: 4.6 M tokens/s (DESIGN.md); optional at import time, a dependency in pyproject
-    import Stemmer  # type: ignore[import-not-found]
+    import Stemmer
 
     _STEMMER = Stemmer.Stemmer("english")
     _STEMMER.maxCacheSize = 100_000
@@ -105,12 +107,13 @@ class Topic:
         docs = [Counter(tokenize(text)) for text in exemplars]
         docs = [d for d in docs if d]
         if docs:
-            acc: Counter = Counter()
+            acc: defaultdict[str, float] = defaultdict(float)
             for d in docs:
                 total = sum(d.values())
                 for t, c in d.items():
                     acc[t] += c / total / len(docs)
-            top = acc.most_common(EXEMPLAR_TERMS)
+            # Counter.most_common(n)'s own ordering (heaviest first, ties in insertion order)
+            top = heapq.nlargest(EXEMPLAR_TERMS, acc.items(), key=itemgetter(1))
             heaviest = top[0][1]
             for t, w in top:
                 weights[t] = max(weights.get(t, 0.0), w / heaviest)
