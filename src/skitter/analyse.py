@@ -10,6 +10,7 @@ both (docs/benchmarks.md has the profile). The processes are :mod:`skitter.procp
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 import xxhash
 
@@ -20,6 +21,14 @@ from .store.text import pack_text
 from .store.warc import encode_pair
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+class _ParseOptions(TypedDict):
+    """The keyword arguments of ``parse.parse_html`` and ``parse.parse_with_main_text``."""
+
+    x_robots_tag: str | None
+    user_agent_token: str
+    link_context: bool
 
 
 @fast_pickle
@@ -59,8 +68,8 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe:
         # imported here, in the worker: the crawl process needs no lexbor
         from .parse import parse_html, parse_with_main_text
 
-        kw = dict(x_robots_tag=result.header("x-robots-tag"), user_agent_token=ua_token,
-                  link_context=link_context)
+        kw = _ParseOptions(x_robots_tag=result.header("x-robots-tag"), user_agent_token=ua_token,
+                           link_context=link_context)
         fps = None
         if near_dup_probe == 0:
             page = parse_html(result.body, target_uri, result.header("content-type"), **kw)
