@@ -32,7 +32,7 @@ import traceback
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 
 if TYPE_CHECKING:
     from aiohttp import web as aioweb
@@ -200,16 +200,16 @@ async def serve(ips: list[str], port: int, setup: Setup, *, access_log: Path | N
             log.close()
 
 
-def run_main(serve_coro: Awaitable[None]) -> None:
+def run_main(serve_coro: Coroutine[Any, Any, None]) -> None:
     """Run a server coroutine on uvloop if there is one, then exit at once (``os._exit``): the
     stdin watcher thread may still sit in read(), and nothing should wait for it."""
     try:
-        import uvloop  # type: ignore[import-not-found]
+        import uvloop
         uvloop.install()
     except ImportError:
         pass
     try:
-        asyncio.run(serve_coro)  # type: ignore[arg-type]
+        asyncio.run(serve_coro)
     except KeyboardInterrupt:
         pass
     sys.stdout.flush()
@@ -222,7 +222,7 @@ def run_main(serve_coro: Awaitable[None]) -> None:
 
 def read_access_log(path: Path | str) -> list[dict]:
     """The access log's records (complete lines only)."""
-    out = []
+    out: list[dict] = []
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
