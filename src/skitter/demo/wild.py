@@ -1002,7 +1002,7 @@ class WildWeb:
         if res is not None:
             return res
         path, _, query = pq.partition("?")
-        params = [tuple(p.partition("=")[::2]) for p in query.split("&")] if query else []
+        params = [(k, v) for k, _, v in (p.partition("=") for p in query.split("&"))] if query else []
         if not query and path + "/" in h.by_pq and path != "" and not h.sid:
             if h.slashless_ok:
                 return self._doc_res(h, h.by_pq[path + "/"], "variant")

@@ -30,6 +30,7 @@ from collections import Counter
 from dataclasses import asdict, fields
 from email.utils import formatdate
 from pathlib import Path
+from typing import Any
 
 from .serving import ServerProcess, addresses, read_access_log, run_main, serve
 from .wild import WildConfig, WildWeb
@@ -43,7 +44,8 @@ def config_from_json(text: str) -> WildConfig:
     """A ``WildConfig`` from its ``asdict`` JSON (lists back to tuples)."""
     data = json.loads(text)
     known = {f.name for f in fields(WildConfig)}
-    return WildConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known})
+    kw: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
+    return WildConfig(**kw)
 
 
 # ----------------------------------------------------------------------------------------------
