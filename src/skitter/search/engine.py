@@ -33,6 +33,7 @@ import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import UsageError
 from ..index import analyze
@@ -154,7 +155,9 @@ class Searcher:
         rows = self.idx.execute(f"SELECT d.fp, 0.0, d.family, d.pagerank FROM docs d WHERE ({wsql}) AND {fsql}",
                                 [*wparams, *fparams]).fetchall()
         if scored and p.positive and rows:
-            pos = qc.fts(qc.Or(tuple(p.positive))) if len(p.positive) > 1 else qc.fts(p.positive[0])
+            # an analysed Or, of Toks (query.Or's annotation is for parsed trees' children)
+            toks: tuple[Any, ...] = tuple(p.positive)
+            pos = qc.fts(qc.Or(toks)) if len(toks) > 1 else qc.fts(toks[0])
             scores = dict(self.idx.execute(f"SELECT rowid, -{self._bm25} FROM fts WHERE fts MATCH ?", [pos]))
             rows = [(fp, scores.get(fp, 0.0), fam, pr) for fp, _, fam, pr in rows]
         return rows
@@ -312,8 +315,8 @@ def _apply_corrections(query: str, tree, corrections: dict[str, str]) -> str:
             if new != seg:
                 edits.append((node.start, node.end, new))
     out = query
-    for s, e, new in sorted(edits, reverse=True):
-        out = out[:s] + new + out[e:]
+    for start, end, new in sorted(edits, reverse=True):
+        out = out[:start] + new + out[end:]
     return out
 
 
