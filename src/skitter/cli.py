@@ -197,6 +197,10 @@ from .cli_rank import eval_crawl, rank  # noqa: E402
 cli.add_command(rank)
 cli.add_command(eval_crawl)
 
+from .cli_forms import eval_forms  # noqa: E402
+
+cli.add_command(eval_forms)
+
 from .cli_serve import serve  # noqa: E402
 
 cli.add_command(serve)

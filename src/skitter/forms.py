@@ -34,7 +34,7 @@ from selectolax.lexbor import LexborHTMLParser
 from . import urls
 
 __all__ = ["DEFAULT_BUDGET", "KINDS", "Form", "FormInput", "FormPlanner", "classify", "extract_forms",
-           "result_signature", "submission_url", "words_of"]
+           "is_result_page", "result_signature", "submission_url", "words_of"]
 
 #: Submissions per form when ``--form-budget`` is not given (docs/forms.md: the coverage it buys).
 DEFAULT_BUDGET = 500
@@ -853,14 +853,16 @@ def _probe_words(texts: Iterable[str]) -> list[str]:
 
 
 def _paged(url: str, links: Iterable[str]) -> bool:
-    """Whether one of ``links`` is another page of the query ``url``: the same host and path,
-    every pair ``url`` sent, and more (``page=2``, ``start=10``)."""
-    parts = urlsplit(url)
+    """Whether one of ``links`` is another page of the query ``url`` (:func:`is_result_page`)."""
+    return any(is_result_page(url, link) for link in links)
+
+
+def is_result_page(submission: str, url: str) -> bool:
+    """Whether ``url`` is a further page of the results of ``submission``: the same host and path,
+    every pair the submission sent, and more (``page=2``, ``start=10``)."""
+    parts, other = urlsplit(submission), urlsplit(url)
+    if other.path != parts.path or other.netloc != parts.netloc:
+        return False
     sent = parse_qsl(parts.query, keep_blank_values=True)
-    for link in links:
-        lp = urlsplit(link)
-        if lp.path == parts.path and lp.netloc == parts.netloc:
-            got = parse_qsl(lp.query, keep_blank_values=True)
-            if len(got) > len(sent) and all(p in got for p in sent):
-                return True
-    return False
+    got = parse_qsl(other.query, keep_blank_values=True)
+    return len(got) > len(sent) and all(p in got for p in sent)
