@@ -34,7 +34,9 @@ def _settings_options(func):
         flag = "--" + s.name.replace("_", "-")
         if s.type is bool:
             decl = f"{flag}/--no-{flag[2:]}" if s.default else flag
-            func = click.option(decl, s.name, default=s.default, show_default=True, help=s.help)(func)
+            # is_flag: click 8.2+ no longer infers it from a False default (--allow-private wanted a value)
+            func = click.option(decl, s.name, is_flag=True, default=s.default, show_default=True,
+                                help=s.help)(func)
         elif s.choices:
             func = click.option(flag, s.name, type=click.Choice(s.choices), default=s.default,
                                 show_default=True, help=s.help)(func)
