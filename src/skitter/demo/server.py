@@ -17,8 +17,8 @@ wall-clock time its pages' versions count from (``--start-epoch``, or the time i
 that ``DemoWeb(config, base_urls, start_epoch=...)`` reproduces its ground truth in-process.
 
 Access log (``--access-log``): one JSON line per request, written and flushed when the response
-has been written: ``{"t0", "t1", "host": "127.0.0.3:P", "path", "status", "ua"}`` (t0/t1 are
-time.time() at request start and response end; ``path`` includes the query).
+has been written: ``{"t0", "t1", "host": "127.0.0.3:P", "method", "path", "status", "ua"}``
+(t0/t1 are time.time() at request start and response end; ``path`` includes the query).
 
 ``--hidden`` adds one host after the others (127.0.0.10 by default) serving the hidden site of
 ``hidden.py`` (a search-form-only catalogue), configured by an optional JSON object of
