@@ -305,7 +305,7 @@ class FormCrawl:
             if a is None:
                 continue
             while True:
-                urls = a.planner.next_submissions(BATCH)
+                urls = a.planner.next_submissions(BATCH - len(a.planner.pending()))
                 refused = False
                 for url in urls:
                     if not self.link_filter.admit(url, a.depth):   # scope, depth, length, trap limits
