@@ -63,6 +63,9 @@ ACTIVE = 32
 BATCH = 4
 #: How much a further result page's priority exceeds its submission's: enough to come first.
 _PAGE_BONUS = 1e-6
+#: Form keys remembered in memory (a site's header search form is on every page); others are looked
+#: up in the ``forms`` table.
+_KNOWN = 10_000
 
 
 def read_form_words(path: str) -> list[str]:
@@ -104,11 +107,13 @@ class FormCrawl:
         self.seed_words = list(seed_words)
         self._now = now           # () -> epoch seconds (the crawl's clock)
         self.active: dict[str, _Active] = {}
-        self._known = self.records.known_keys()
+        self._known: dict[str, None] = {}  # keys of forms recorded lately (the table has them all)
         self._dirty: set[str] = set()      # active planners changed since the last commit
         self._want: set[str] = set()       # active planners that may issue more submissions
         self._issued: dict[str, Via] = {}  # submissions handed to the loop, not marked yet
-        self._resend: list[Candidate] = []
+        # per form: submissions issued but not in the frontier yet (held back by --host-burst, or
+        # lost with the last run's uncommitted batch): they go through the link filter again
+        self._deferred: dict[str, list[Candidate]] = {}
         self._pages: Counter[str] = Counter()   # further result pages admitted per submission
         self._memo: tuple[str | None, Via | None] = (None, None)
         self._restore()
@@ -128,8 +133,8 @@ class FormCrawl:
         self.active[key] = _Active(planner, depth, priority, page_url)
         for url in planner.pending():   # after a restart: its submissions that were in flight
             if self.records.via(url) is None:   # issued, never reached the frontier: send it again
-                self._issued[url] = Via(url, key, SUBMISSION)
-                self._resend.append(Candidate(url=url, depth=depth, parent=page_url, priority=priority))
+                self._deferred.setdefault(key, []).append(
+                    Candidate(url=url, depth=depth, parent=page_url, priority=priority))
             elif self.records.tried(url) and not self.records.awaited(url):
                 planner.report(url, signature="lost")   # fetched while nobody told the planner
         self._want.add(key)
@@ -248,7 +253,11 @@ class FormCrawl:
             key = form.key
             if key in self._known:
                 continue
-            self._known.add(key)
+            self._known[key] = None
+            if len(self._known) > _KNOWN:   # a crawl of a million pages may find as many forms
+                del self._known[next(iter(self._known))]
+            if self.records.has_form(key):
+                continue
             searchable, reason = classify(form)
             status, depth, priority, state = "never", None, None, None
             planner = None
@@ -299,27 +308,33 @@ class FormCrawl:
     # -- submissions --------------------------------------------------------------------------------
     def submissions(self) -> list[Candidate]:
         """The planners' next submissions (module docstring, 4); empty when none has more now."""
-        out, self._resend = self._resend, []
-        for key in sorted(self._want):
+        out: list[Candidate] = []
+        want, self._want = self._want, set()
+        for key in sorted(want | set(self._deferred)):
             a = self.active.get(key)
             if a is None:
                 continue
+            held = self._deferred.pop(key, [])
             while True:
-                urls = a.planner.next_submissions(BATCH - len(a.planner.pending()))
-                refused = False
+                urls = [c.url for c in held] + a.planner.next_submissions(BATCH - len(a.planner.pending()))
+                held, refused = [], False
                 for url in urls:
-                    if not self.link_filter.admit(url, a.depth):   # scope, depth, length, trap limits
-                        a.planner.report(url, signature="refused: link filter")
+                    reason = self.link_filter.reject_reason(url, a.depth)   # scope, depth, length, traps
+                    if reason == "host-burst":   # the host's quota of new URLs comes back: try again later
+                        self._deferred.setdefault(key, []).append(
+                            Candidate(url=url, depth=a.depth, parent=a.page_url, priority=a.priority))
+                    elif reason is not None:
+                        self.link_filter.rejected[reason] += 1
+                        a.planner.report(url, signature=f"refused: {reason}")
                         refused = True
-                        continue
-                    self._issued[url] = Via(url, key, SUBMISSION)
-                    out.append(Candidate(url=url, depth=a.depth, parent=a.page_url, priority=a.priority))
+                    else:
+                        self._issued[url] = Via(url, key, SUBMISSION)
+                        out.append(Candidate(url=url, depth=a.depth, parent=a.page_url, priority=a.priority))
                 self._dirty.add(key)
-                if not refused:
+                if not refused or key in self._deferred:
                     break
             if a.planner.done:
                 self._finish(key)
-        self._want.clear()
         return out
 
     def enqueued(self, cands: list[Candidate], new: list[Candidate]) -> None:
@@ -358,4 +373,4 @@ class FormCrawl:
     @property
     def waiting(self) -> bool:
         """Whether :meth:`submissions` may have something."""
-        return bool(self._want or self._resend)
+        return bool(self._want or self._deferred)

@@ -49,8 +49,8 @@ class FormRecords:
         self.db = db
 
     # -- forms ----------------------------------------------------------------------------------
-    def known_keys(self) -> set[str]:
-        return {k for (k,) in self.db.conn.execute("SELECT key FROM forms")}
+    def has_form(self, key: str) -> bool:
+        return self.db.conn.execute("SELECT 1 FROM forms WHERE key = ?", (key,)).fetchone() is not None
 
     def add_form(self, key: str, form: dict[str, Any], *, searchable: bool, status: str, reason: str,
                  depth: int | None, priority: float | None, found_at: str, state: str | None) -> None:
