@@ -871,10 +871,14 @@ def _paged(url: str, links: Iterable[str]) -> bool:
 
 def is_result_page(submission: str, url: str) -> bool:
     """Whether ``url`` is a further page of the results of ``submission``: the same host and path,
-    every pair the submission sent, and more (``page=2``, ``start=10``)."""
+    every pair the submission sent, and a name it did not send (``page=2``, ``start=10``). A site's
+    next-page links often leave out the empty fields (``?q=&c=a`` goes on at ``?c=a&page=2``): when
+    the submission sent a field with a value, its empty ones may be missing."""
     parts, other = urlsplit(submission), urlsplit(url)
     if other.path != parts.path or other.netloc != parts.netloc:
         return False
     sent = parse_qsl(parts.query, keep_blank_values=True)
     got = parse_qsl(other.query, keep_blank_values=True)
-    return len(got) > len(sent) and all(p in got for p in sent)
+    names = {k for k, _ in sent}
+    need = [p for p in sent if p[1]] or sent
+    return any(k not in names for k, _ in got) and all(p in got for p in need)

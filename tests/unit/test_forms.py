@@ -445,3 +445,19 @@ def test_planner_invariants_under_any_reports(reports, budget, batch) -> None:
     for url in issued:
         assert url.startswith("http://site.example/search?") and ("lang", "en") in sent(url)
     assert FormPlanner.from_json(p.to_json()).to_json() == p.to_json()
+
+
+def test_further_result_pages() -> None:
+    from skitter.forms import is_result_page
+
+    sub = "http://h/s?q=&c=a"
+    assert is_result_page(sub, "http://h/s?q=&c=a&page=2")
+    assert is_result_page(sub, "http://h/s?c=a&page=2")          # the empty field left out
+    assert is_result_page("http://h/find?kw=zol&v=2", "http://h/find?kw=zol&v=2&start=15")
+    assert not is_result_page(sub, "http://h/s?q=x&c=a")         # another query, not a next page
+    assert not is_result_page(sub, "http://h/s?c=b&page=2")      # another value
+    assert not is_result_page(sub, "http://h/s?q=&c=a")          # itself
+    assert not is_result_page(sub, "http://h/other?q=&c=a&page=2")
+    assert not is_result_page(sub, "http://g/s?q=&c=a&page=2")
+    assert not is_result_page("http://h/s?q=", "http://h/s?page=2")   # nothing sent with a value: all of it
+    assert is_result_page("http://h/s?q=", "http://h/s?q=&page=2")
