@@ -76,7 +76,7 @@ async def _serve(args: argparse.Namespace) -> None:
         if args.hidden is not None:   # the last address is the hidden site's
             hidden_url = urls.pop()
             info.update(hidden_url=hidden_url, base_urls=urls)
-            hidden = HiddenSite(HiddenConfig(**json.loads(args.hidden)), hidden_url)
+            hidden = HiddenSite(args.hidden_config, hidden_url)
         if config.changing is not None:
             info["start_epoch"] = start_epoch
         web = DemoWeb(config, urls, start_epoch=start_epoch)
@@ -183,7 +183,23 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         _change_config(args)
     except ValueError as exc:
         p.error(str(exc))
+    if args.hidden is not None:
+        args.hidden_config = _hidden_config(p, args.hidden)
     return args
+
+
+def _hidden_config(p: argparse.ArgumentParser, text: str) -> HiddenConfig:
+    """``--hidden``'s JSON object of HiddenConfig fields, or a one-line usage error."""
+    try:
+        fields = json.loads(text)
+        if not isinstance(fields, dict):
+            raise ValueError("not a JSON object")
+        return HiddenConfig(**fields)
+    except json.JSONDecodeError as exc:
+        p.error(f"--hidden: not JSON: {exc.msg}")
+    except (TypeError, ValueError) as exc:
+        p.error(f"--hidden: {exc}")
+    raise AssertionError("unreachable")
 
 
 def main(argv: list[str] | None = None) -> None:
