@@ -56,7 +56,7 @@ def test_forms_from_the_command_line(tmp_path, hidden_server) -> None:
     words.write_text("quasar\nnebula\n")
     out = tmp_path / "crawl"
     res = skitter("crawl", srv.hidden_url + "/", "-o", str(out), "--forms", "--form-budget", "150",
-                  "--form-words", str(words), *FAST)
+                  "--form-words", str(words), "--topic", "galaxy", *FAST)
     assert res.returncode == 0, res.stderr
 
     # the server's own log: only GETs, nothing that must never be sent, nothing robots.txt disallows
@@ -85,7 +85,7 @@ def test_forms_from_the_command_line(tmp_path, hidden_server) -> None:
                                        " ORDER BY id")]
     assert 0 < len(subs) <= 150 and all(urlsplit(u).path == "/search" for u in subs)
     asked = [parse_qs(urlsplit(u).query).get("q", [""])[0] for u in subs]
-    assert [q for q in asked if q][:2] == ["quasar", "nebula"]   # --form-words first, in order
+    assert [q for q in asked if q][:3] == ["galaxy", "quasar", "nebula"]   # --topic, --form-words, in order
     conn.close()
 
     # skitter stats: forms found, submitted, records reached
@@ -215,3 +215,15 @@ def test_held_back_by_host_burst_then_resumed(tmp_path, hidden_server) -> None:
     conn.close()
     summary = crawl([srv.hidden_url + "/"], out, **settings)
     assert summary["forms"]["records"] >= 900
+
+
+def test_skitter_demo_forms(tmp_path) -> None:
+    out = tmp_path / "demo"
+    res = skitter("demo", "--forms", "--pages", "200", "--hosts", "2", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    truth = [line for line in (out / "hidden-records.txt").read_text().splitlines() if not line.startswith("#")]
+    assert len(truth) == 3000 and all(u.endswith(".html") and "/record/" in u for u in truth)
+    assert f"skitter eval-forms {out} --truth {out}/hidden-records.txt" in res.stdout
+    (cov,) = json.loads(skitter("eval-forms", str(out), "--truth", str(out / "hidden-records.txt"),
+                                "--json").stdout).values()
+    assert cov["share"] >= 0.9 and cov["submissions"] <= 500 and cov["by_links"] == 0
