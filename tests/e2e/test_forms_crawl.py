@@ -156,6 +156,10 @@ def test_a_second_hidden_site(tmp_path) -> None:
         assert site.robots_allowed(url) and not site.never_submit(url), url
     reached = {srv.base + h.path for h in log if h.status == 200} & set(site.record_urls())
     assert len(reached) >= 0.85 * 1500, len(reached)
+    # the checkbox submission robots.txt disallows (a rule inside the query): decided, never requested
+    conn = sqlite3.connect(tmp_path / "c" / "crawl.db")
+    refused = [u for (u,) in conn.execute("SELECT url FROM fetches WHERE error LIKE 'robots%'")]
+    assert any("subtitled=1" in u for u in refused) and not any("subtitled=" in h.path for h in log)
     f = summary["forms"]
     assert f["submissions"] <= 300 * f["planned"]
     assert set(f["never"]) and all(b["action"] == srv.base + "/find" for b in f["by_form"])
@@ -227,3 +231,24 @@ def test_skitter_demo_forms(tmp_path) -> None:
     (cov,) = json.loads(skitter("eval-forms", str(out), "--truth", str(out / "hidden-records.txt"),
                                 "--json").stdout).values()
     assert cov["share"] >= 0.9 and cov["submissions"] <= 500 and cov["by_links"] == 0
+
+
+class Page:
+    def __init__(self, body: str) -> None:
+        self.body = body
+
+    def respond(self, path_qs: str) -> Response:
+        if path_qs == "/robots.txt":
+            return Response(404, [("Content-Type", "text/plain")], b"")
+        return Response(200, [("Content-Type", "text/html")], f"<html><body>{self.body}</body></html>".encode())
+
+
+def test_an_action_outside_the_scope_is_never_submitted(tmp_path) -> None:
+    with ModelServer(Page("<p>results</p>")) as other, ModelServer(None) as srv:
+        srv.model = Page(f'<form action="http://localhost:{other.port}/search"><input name="q"><select name="c">'
+                         '<option>a</option><option>b</option></select></form>')
+        summary = crawl([srv.base + "/"], tmp_path / "c", forms=True, delay=0, adaptive_delay=0,
+                        allow_private=True, index_interval=-1)
+        assert other.log == [], other.log
+    (form,) = summary["forms"]["by_form"]
+    assert form["status"] == "refused" and "scope" in form["reason"] and form["submitted"] == 0
