@@ -58,6 +58,13 @@ class CrawlConfig:
     shark_beta: float = setting(0.8, "shark: weight β of the anchor text against the anchor context")
     link_weights: bool = setting(False, "backlinks and pagerank: weigh links by visibility × position / distance "
         "(seed 004)")
+    forms: bool = setting(False, "the hidden web: fill in searchable GET forms found on crawled pages and follow the "
+        "submissions like links (robots.txt, scope, politeness, traps, URL-seen); never POST, login, sign-up, "
+        "vote, comment or cart forms (docs/forms.md)")
+    form_budget: int = setting(500, "--forms: submissions per form at most (docs/forms.md: 90 % of the demo's hidden "
+        "records within it)", at_least=1)
+    form_words: str = setting("", "--forms: a text file of seed words for search boxes, tried first (the --topic "
+        "words are too); then words of the result pages")
     scope: str = setting("host", "follow links within the seeds' hosts, their registrable domains, or anywhere",
         choices=("host", "domain", "any"))
     concurrency: int = setting(16, "requests in flight at once, over all hosts", at_least=1)

@@ -17,8 +17,8 @@ wall-clock time its pages' versions count from (``--start-epoch``, or the time i
 that ``DemoWeb(config, base_urls, start_epoch=...)`` reproduces its ground truth in-process.
 
 Access log (``--access-log``): one JSON line per request, written and flushed when the response
-has been written: ``{"t0", "t1", "host": "127.0.0.3:P", "path", "status", "ua"}`` (t0/t1 are
-time.time() at request start and response end; ``path`` includes the query).
+has been written: ``{"t0", "t1", "host": "127.0.0.3:P", "method", "path", "status", "ua"}``
+(t0/t1 are time.time() at request start and response end; ``path`` includes the query).
 
 ``--hidden`` adds one host after the others (127.0.0.10 by default) serving the hidden site of
 ``hidden.py`` (a search-form-only catalogue), configured by an optional JSON object of
@@ -76,7 +76,7 @@ async def _serve(args: argparse.Namespace) -> None:
         if args.hidden is not None:   # the last address is the hidden site's
             hidden_url = urls.pop()
             info.update(hidden_url=hidden_url, base_urls=urls)
-            hidden = HiddenSite(HiddenConfig(**json.loads(args.hidden)), hidden_url)
+            hidden = HiddenSite(args.hidden_config, hidden_url)
         if config.changing is not None:
             info["start_epoch"] = start_epoch
         web = DemoWeb(config, urls, start_epoch=start_epoch)
@@ -183,7 +183,23 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         _change_config(args)
     except ValueError as exc:
         p.error(str(exc))
+    if args.hidden is not None:
+        args.hidden_config = _hidden_config(p, args.hidden)
     return args
+
+
+def _hidden_config(p: argparse.ArgumentParser, text: str) -> HiddenConfig:
+    """``--hidden``'s JSON object of HiddenConfig fields, or a one-line usage error."""
+    try:
+        fields = json.loads(text)
+        if not isinstance(fields, dict):
+            raise ValueError("not a JSON object")
+        return HiddenConfig(**fields)
+    except json.JSONDecodeError as exc:
+        p.error(f"--hidden: not JSON: {exc.msg}")
+    except (TypeError, ValueError) as exc:
+        p.error(f"--hidden: {exc}")
+    raise AssertionError("unreachable")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,7 +7,8 @@ becomes a response; everything else lives here, once:
   (``bind_all``), one aiohttp low-level server on all of them (``serve``), the host chosen by the
   local address a request arrived on (not by its Host header), the ONE JSON startup line
   ``{"port": P, "base_urls": [...]}``, the access log (one JSON line per request, written and
-  flushed when the response has been written: ``{"t0", "t1", "host", "path", "status", "ua"}``),
+  flushed when the response has been written: ``{"t0", "t1", "host", "method", "path", "status",
+  "ua"}``),
   and the ways it ends: SIGTERM/SIGINT, its parent dying (polled) and EOF on stdin;
 * the parent side: ``ServerProcess`` runs such a subprocess as a context manager, reads the
   startup line and never leaves the process behind (a finaliser stops it if the object is dropped
@@ -141,7 +142,7 @@ async def serve(ips: list[str], port: int, setup: Setup, *, access_log: Path | N
         finally:
             if log is not None:
                 log.write(json.dumps({"t0": t0, "t1": time.time(), "host": f"{local_ip}:{state['port']}",
-                                      "path": path, "status": resp.status,
+                                      "method": request.method, "path": path, "status": resp.status,
                                       "ua": request.headers.get("User-Agent", "")}) + "\n")
                 log.flush()
         return resp

@@ -5,8 +5,8 @@
 
 The same machinery as the demo web's server (``serving.py``: one aiohttp server bound on every
 address, the host chosen by the local address a request arrived on, the one-line JSON startup
-``{"port": P, "base_urls": [...]}``, the access log ``{"t0", "t1", "host", "path", "status",
-"ua"}``, exit on SIGTERM, parent death or EOF on stdin). What the pure model cannot do, the
+``{"port": P, "base_urls": [...]}``, the access log ``{"t0", "t1", "host", "method", "path",
+"status", "ua"}``, exit on SIGTERM, parent death or EOF on stdin). What the pure model cannot do, the
 server adds:
 
 * transient failures: a per-path request counter; the first request of a URL that

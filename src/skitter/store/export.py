@@ -9,14 +9,22 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from .db import EXPORT_FIELDS, EXTRA_FIELDS, CrawlDB
+from .forms import has_form_tables
 
-FIELDS = EXPORT_FIELDS + EXTRA_FIELDS
+#: Fields of other tables than ``fetches``: ``via_form`` (forms, issue #22: the submission through
+#: which the URL was reached, from ``form_urls``; null for every other URL).
+JOINED_FIELDS = ("via_form",)
+FIELDS = EXPORT_FIELDS + EXTRA_FIELDS + JOINED_FIELDS
 
 
 def iter_records(db: CrawlDB) -> Iterator[dict]:
     """Every URL the crawler tried, in fetch order (URLs decided without a request last)."""
-    cols = ", ".join(FIELDS)
-    for row in db.query(f"SELECT {cols} FROM fetches ORDER BY fetch_order IS NULL, fetch_order, fp"):
+    cols = ", ".join(f"f.{c}" for c in EXPORT_FIELDS + EXTRA_FIELDS)
+    forms = has_form_tables(db.conn)
+    via = "u.via_form" if forms else "NULL AS via_form"
+    join = " LEFT JOIN form_urls u ON u.fp = f.fp" if forms else ""
+    for row in db.query(f"SELECT {cols}, {via} FROM fetches f{join}"
+                        " ORDER BY f.fetch_order IS NULL, f.fetch_order, f.fp"):
         rec = {k: row[k] for k in FIELDS}
         rec["noindex"] = bool(rec["noindex"])
         rec["nofollow"] = bool(rec["nofollow"])
