@@ -261,7 +261,7 @@ class ModelServer:
         loop.run_until_complete(runner.cleanup())
         loop.close()
 
-    def __enter__(self) -> "ModelServer":
+    def __enter__(self) -> ModelServer:
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
         if not self._started.wait(10):

@@ -38,7 +38,8 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from .config import CrawlConfig
 from .errors import UsageError
@@ -275,6 +276,7 @@ class FormCrawl:
             self.records.add_form(key, form.to_dict(), searchable=searchable, status=status, reason=reason,
                                   depth=depth, priority=priority, found_at=self._iso(), state=state)
             if planner is not None and status == "active":
+                assert depth is not None and priority is not None
                 self._activate(key, planner, depth, priority, cand.url)
 
     def _refusal(self, form: Form, depth: int) -> str | None:

@@ -26,7 +26,8 @@ import itertools
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import xxhash
@@ -99,9 +100,10 @@ class Form:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Form":
-        inputs = tuple(FormInput(**{k: tuple(v) if isinstance(v, list) else v for k, v in i.items()})
-                       for i in d["inputs"])
+    def from_dict(cls, d: Mapping[str, Any]) -> Form:
+        specs: list[dict[str, Any]] = [{k: tuple(v) if isinstance(v, list) else v for k, v in i.items()}
+                                       for i in d["inputs"]]
+        inputs = tuple(FormInput(**f) for f in specs)
         return cls(**{**d, "inputs": inputs})
 
 
@@ -555,7 +557,7 @@ class FormPlanner:
             raise ValueError(f"form not searchable: {why}")
         self.form = form
         self.budget = budget
-        self.params = {"sample": sample, "tau": tau, "window": window, "max_pending": max_pending,
+        self.params: dict[str, Any] = {"sample": sample, "tau": tau, "window": window, "max_pending": max_pending,
                        "max_combine": max_combine, "row_test": row_test, "max_words": max_words}
         labels = [lab for i in form.inputs if i.kind in ENUMERATED for lab in i.labels]
         self.seeds = _probe_words(seed_words)
@@ -830,7 +832,7 @@ class FormPlanner:
             "templates": [vars(t) for t in self.templates]}, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, data: str) -> "FormPlanner":
+    def from_json(cls, data: str) -> FormPlanner:
         """The planner :meth:`to_json` saved, ready to go on where it stopped."""
         d = json.loads(data)
         if d.get("version") != 1:

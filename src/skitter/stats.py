@@ -107,7 +107,7 @@ def render(s: dict[str, Any]):
     f = s.get("forms")
     if f:
         rows.append(("forms", f"{f['found']:,} found, {f['searchable']:,} searchable, {f['planned']:,} planned"
-                              f"{f', ' + format(f['refused'], ',') + ' refused' if f['refused'] else ''}; "
+                              f"{', ' + format(f['refused'], ',') + ' refused' if f['refused'] else ''}; "
                               f"{f['submitted']:,} submissions fetched, {f['result_pages']:,} further result "
                               f"pages, {f['records']:,} records reached"))
     w = s.get("watchdog")

@@ -12,7 +12,6 @@ import json
 import sqlite3
 import subprocess
 import sys
-from pathlib import Path
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 
 import pytest

@@ -6,7 +6,8 @@ import csv
 import json
 import sys
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
+from collections.abc import Iterator
 
 from .db import EXPORT_FIELDS, EXTRA_FIELDS, CrawlDB
 from .forms import has_form_tables
@@ -39,8 +40,8 @@ def export(directory: Path, fmt: str, out: Path | None) -> int:
 
             if out is None:
                 raise SystemExit("skitter: error: --format warc needs -o FILE")
-            rows = db.query("SELECT warc_file, warc_offset, warc_length FROM fetches"
-                            " WHERE warc_file IS NOT NULL ORDER BY fetch_order").fetchall()
+            rows = list(db.query("SELECT warc_file, warc_offset, warc_length FROM fetches"
+                                 " WHERE warc_file IS NOT NULL ORDER BY fetch_order"))
             export_warc([(str(directory / "warc" / r[0]), r[1], r[2]) for r in rows], out)
             return len(rows)
         stream: IO[str] = open(out, "w", encoding="utf-8", newline="") if out else sys.stdout

@@ -23,7 +23,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import zlib
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from ..urls import fingerprint
 from .db import CrawlDB
