@@ -162,13 +162,18 @@ def demo(output: str, pages: int, hosts: int, forms: bool) -> None:
     """Serve the bundled demo web on loopback, crawl it and print the summary."""
     import shutil
 
-    from .demo.server import DemoServer
+    from .demo.server import DemoServer, check_config
     from .demo.web import DemoConfig
 
+    try:
+        config = DemoConfig(pages=pages, hosts=hosts)
+        check_config(config)
+    except ValueError as exc:
+        raise UsageError(f"--pages/--hosts: {exc}") from None
     out = Path(output)
     if out.exists():
         shutil.rmtree(out)
-    with DemoServer(DemoConfig(pages=pages, hosts=hosts), hidden=forms) as server:
+    with DemoServer(config, hidden=forms) as server:
         click.echo(f"demo web: {len(server.base_urls)} hosts on loopback ({', '.join(server.base_urls[:2])}, …)",
                    err=True)
         seeds = list(server.web.seeds())

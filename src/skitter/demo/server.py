@@ -61,10 +61,7 @@ __all__ = ["DemoServer", "read_access_log", "main"]
 async def _serve(args: argparse.Namespace) -> None:
     from aiohttp import web as aioweb
 
-    config = DemoConfig(seed=args.seed, hosts=args.hosts, pages=args.pages,
-                        page_kb=tuple(args.page_kb), topics=args.topics,
-                        cross_host_links=args.cross_host_links, popular_links=args.popular_links,
-                        crawl_delay=args.crawl_delay, changing=_change_config(args))
+    config = _config(args)
     start_epoch = args.start_epoch if args.start_epoch is not None else time.time()
     ips = addresses(args.ip_base, args.hosts + (1 if args.hidden is not None else 0))
     latency = max(0.0, args.latency_ms) / 1000.0
@@ -124,6 +121,19 @@ class _Flaky:
         return 503 if g % 2 == 0 else 429
 
 
+def _config(args: argparse.Namespace) -> DemoConfig:
+    return DemoConfig(seed=args.seed, hosts=args.hosts, pages=args.pages, page_kb=tuple(args.page_kb),
+                      topics=args.topics, cross_host_links=args.cross_host_links,
+                      popular_links=args.popular_links, crawl_delay=args.crawl_delay,
+                      changing=_change_config(args))
+
+
+def check_config(config: DemoConfig) -> None:
+    """ValueError (one line) for a demo web that cannot be generated, e.g. too few pages for its
+    hosts and topics: the generator is cheap (0.3 s for 20,000 pages), so build it once to see."""
+    DemoWeb(config, [f"http://127.0.0.1:{i + 1}" for i in range(config.hosts)])
+
+
 def _change_config(args: argparse.Namespace) -> ChangeConfig | None:
     if not args.changing:
         return None
@@ -180,7 +190,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "HiddenConfig fields as a JSON object")
     args = p.parse_args(argv)
     try:
-        _change_config(args)
+        check_config(_config(args))
     except ValueError as exc:
         p.error(str(exc))
     if args.hidden is not None:
