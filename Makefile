@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test venv clean bench
+.PHONY: demo test check venv clean bench
 
 # setup.py builds the compiled module skitter._speedups (Cython, optional: README "Compiled code")
 $(STAMP): pyproject.toml setup.py src/skitter/_speedups.pyx
@@ -20,6 +20,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# the linter and the type checker (configured in pyproject.toml); CI runs this before the tests
+check: $(STAMP)
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m mypy
 
 BENCH_STAMP := $(VENV)/.bench-installed
 BENCH_ARGS  ?=

@@ -80,7 +80,7 @@ class Bare:
                         self.fetched.append(str(hop.url))
                     self.fetched.append(final)
                     ctype = resp.headers.get("Content-Type", "")
-            except (aiohttp.ClientError, asyncio.TimeoutError):
+            except (TimeoutError, aiohttp.ClientError):
                 self.errors += 1
                 return
         if resp.status != 200 or "html" not in ctype or depth >= self.max_depth:

@@ -24,7 +24,7 @@ import math
 import platform
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import numpy as np
@@ -151,7 +151,7 @@ def main() -> None:
     estimators = estimator_table(args.pages, args.seed)
     solvers = solver_table(args.seed)
     simulation = simulation_table(args.seed)
-    when = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    when = datetime.now(UTC).strftime("%Y-%m-%d")
     section = f"""{START}
 Measured {when} by `bench/estimator_bench.py --pages {args.pages} --seed {args.seed}`: Python
 {platform.python_version()}, NumPy {np.__version__}, {time.perf_counter() - t0:.0f} s on a 2-core machine shared with other jobs.

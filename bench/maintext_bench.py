@@ -107,7 +107,7 @@ def measure(name: str, pages: list[tuple[str, bytes]]) -> dict:
 
 
 def render(rows: list[dict], argv: str) -> str:
-    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     L = [START, "## Main text: skitter's boilerplate rules vs resiliparse", "",
          f"Written by `bench/maintext_bench.py` on {now} — `python bench/maintext_bench.py {argv}`. "
          "Real pages: HTML documentation installed on the benchmark machine (Python's Sphinx pages, Node.js's API pages, rustdoc pages, "

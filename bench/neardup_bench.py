@@ -217,7 +217,7 @@ def fmt_score(sc: dict) -> str:
 
 
 def section(args, cfg, n_docs, n_truth, sk, ds, sw, elapsed) -> str:
-    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M")
     import datasketch
     L = [START, "## Near-duplicate detection: winnowing + NearDupIndex vs datasketch MinHash LSH",
          "",

@@ -285,7 +285,7 @@ class Nginx:
         except Exception:
             pass
 
-    def __enter__(self) -> "Nginx":
+    def __enter__(self) -> Nginx:
         self.start()
         return self
 

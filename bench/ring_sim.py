@@ -166,7 +166,7 @@ def section(rows: list[dict], floor: list[dict], moves: list[dict], rates: dict[
             f"{sum(x['others_moved'] for x in m['leave'])} | {pct(m['join']['moved'])} | "
             f"{pct(1 / (n + 1))} | {m['join']['not_to_joiner']} |")
     lines += ["", "**Lookups** (`Ring.owner`: xxh3 of the host key, the top-16-bit index and a bisect, a Python loop over "
-              f"1 M host keys), one process: " +
+              "1 M host keys), one process: " +
               ", ".join(f"{rate / 1e6:.2f} M/s at {n:,} workers" for n, rate in rates.items()) + ".",
               "<!-- bench:ring:end -->"]
     return "\n".join(lines)

@@ -629,8 +629,8 @@ def render(ctx: dict) -> str:
     L += ["", "*other CPU s*: CPU time the rest of the machine (anything but the crawler's process tree and nginx: "
           "the harness's sampler, other jobs) used during the run, out of 2 × wall s available. A large value "
           "marks a run that shared the cores with something else.",
-          "", f"Reproduce: `make bench` (or `.venv/bin/python bench/run.py --help`); raw numbers and RSS samples in "
-          f"`bench/out/results-*.json` (git-ignored).", END]
+          "", "Reproduce: `make bench` (or `.venv/bin/python bench/run.py --help`); raw numbers and RSS samples in "
+          "`bench/out/results-*.json` (git-ignored).", END]
     return "\n".join(L) + "\n"
 
 

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -158,7 +158,7 @@ def measure(directory: Path, *, queries: int = 40, seed: int = 1) -> dict:
 
 
 def render(fig: dict, command: str, minutes: float) -> str:
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M")
     lines = [START,
              "## Search: index build rate and query latency (`bench/search_bench.py`)",
              "",

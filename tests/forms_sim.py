@@ -9,7 +9,7 @@ bench/forms_curve.py."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from skitter.demo.hidden import HiddenSite

@@ -181,7 +181,7 @@ class HostileServer:
         with self._lock:
             return [r for r in self.log if r.path == path]
 
-    def start(self) -> "HostileServer":
+    def start(self) -> HostileServer:
         if self._thread is not None:
             return self
         self._thread = threading.Thread(target=self._run, name="hostile-server", daemon=True)
@@ -204,13 +204,13 @@ class HostileServer:
         self._thread.join(10)
         self._thread = None
 
-    def __enter__(self) -> "HostileServer":
+    def __enter__(self) -> HostileServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    async def __aenter__(self) -> "HostileServer":
+    async def __aenter__(self) -> HostileServer:
         await asyncio.to_thread(self.start)
         return self
 
@@ -456,8 +456,7 @@ class HostileServer:
         try:
             try:
                 head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
-            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError,
-                    ConnectionError):
+            except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
                 return
             lines = head.decode("latin-1").split("\r\n")
             parts = lines[0].split(" ")

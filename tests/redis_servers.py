@@ -99,7 +99,7 @@ class RedisServer:
 
     # --- life cycle ---------------------------------------------------------------------------
 
-    def start(self) -> "RedisServer":
+    def start(self) -> RedisServer:
         """Start the server and wait for its PING. A first start retries on a port taken in the
         meantime by someone else; a restart must get its old port back."""
         attempts = 3 if self.port is None else 1
@@ -136,11 +136,11 @@ class RedisServer:
         self.proc.wait()
         self._forget()
 
-    def restart(self) -> "RedisServer":
+    def restart(self) -> RedisServer:
         self.stop()
         return self.start()
 
-    def __enter__(self) -> "RedisServer":
+    def __enter__(self) -> RedisServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -233,7 +233,7 @@ class RedisClusterNodes:
     def url(self) -> str:
         return self.nodes[0].url
 
-    def start(self) -> "RedisClusterNodes":
+    def start(self) -> RedisClusterNodes:
         try:
             for node in self.nodes:
                 node.start()
@@ -248,7 +248,7 @@ class RedisClusterNodes:
         for node in self.nodes:
             node.kill()
 
-    def __enter__(self) -> "RedisClusterNodes":
+    def __enter__(self) -> RedisClusterNodes:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

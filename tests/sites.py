@@ -74,7 +74,7 @@ class StaticSite:
         loop.run_until_complete(runner.cleanup())
         loop.close()
 
-    def __enter__(self) -> "StaticSite":
+    def __enter__(self) -> StaticSite:
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
         if not self._started.wait(10):

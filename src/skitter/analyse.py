@@ -9,7 +9,9 @@ both (docs/benchmarks.md has the profile). The processes are :mod:`skitter.procp
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import TypedDict
 
 import xxhash
 
@@ -22,15 +24,25 @@ from .store.warc import encode_pair
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
+class _ParseOptions(TypedDict):
+    """The keyword arguments of ``parse.parse_html`` and ``parse.parse_with_main_text``."""
+
+    x_robots_tag: str | None
+    user_agent_token: str
+    link_context: bool
+
+
 @fast_pickle
 @dataclass(slots=True)
 class Analysis:
     warc: bytes | None            # the request + response records, ready to append
     content_hash: str | None      # xxh3-128 of the decoded body (2xx only)
     page: Page | None             # parsed HTML (2xx HTML only)
-    fingerprints: "np.ndarray | None" = None  # the smallest winnowing fingerprints of the main text
+    fingerprints: np.ndarray | None = None  # the smallest winnowing fingerprints of the main text
     text: bytes | None = None     # the page's text as pages.text stores it (store.text.pack_text),
     #                               or None when the crawl process packs it (``pack=False``)
+    forms: list | None = None     # with --forms: the page's <form>s (skitter.forms.Form), if any
+    signature: str | None = None  # with --forms: skitter.forms.result_signature of its main text
 
 
 def is_html(result: FetchResult) -> bool:
@@ -41,14 +53,19 @@ def is_html(result: FetchResult) -> bool:
 
 
 def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe: int | None = 0,
-            keep_text: bool = True, pack: bool = True, link_context: bool = True) -> Analysis:
+            keep_text: bool = True, pack: bool = True, link_context: bool = True,
+            forms: bool = False) -> Analysis:
     """``near_dup_probe``: how many of the page's smallest winnowing fingerprints the near-duplicate
     test needs (``NearDupIndex.probe``; None: all of them, 0: the test is off). ``pack``: deflate
     the page's text here (``Analysis.text``); if not, the crawl process does (see
     ``Crawler._analyse_opts``). ``keep_text``: whether the crawl process reads ``page.text``
     (focused strategies do); if not and the text is packed, only the packed text goes back, a
     third of the bytes through the pipe. ``link_context``: fill in the links' ``context``
-    (only SharkSearch reads it: ``Scorer.reads_link_context``)."""
+    (only SharkSearch reads it: ``Scorer.reads_link_context``). ``forms`` (``--forms``): extract the
+    page's forms when the body has a ``<form`` (a second lexbor parse, only then), and give every
+    HTML page the signature of its main text (the planner tells result pages apart by it); the
+    crawl process then gets the text of the pages the planner reads (a query URL's, a form's page)
+    even when ``keep_text`` is off (skitter.formcrawl)."""
     warc = encode_pair(result, target_uri=target_uri)
     status = result.status
     if status is None or not 200 <= status < 300:
@@ -59,23 +76,44 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe:
         # imported here, in the worker: the crawl process needs no lexbor
         from .parse import parse_html, parse_with_main_text
 
-        kw = dict(x_robots_tag=result.header("x-robots-tag"), user_agent_token=ua_token,
-                  link_context=link_context)
+        kw = _ParseOptions(x_robots_tag=result.header("x-robots-tag"), user_agent_token=ua_token,
+                           link_context=link_context)
         fps = None
-        if near_dup_probe == 0:
+        if near_dup_probe == 0 and not forms:
             page = parse_html(result.body, target_uri, result.header("content-type"), **kw)
         else:
-            from .dedup import winnow, winnow_smallest
-
             page, main = parse_with_main_text(result.body, target_uri, result.header("content-type"), **kw)
-            fps = winnow(main) if near_dup_probe is None else winnow_smallest(main, near_dup_probe)
+            if near_dup_probe != 0:
+                from .dedup import winnow, winnow_smallest
+
+                fps = winnow(main) if near_dup_probe is None else winnow_smallest(main, near_dup_probe)
+        found = signature = None
+        if forms:
+            found, signature = _forms(result, target_uri, main)
+            keep_text = keep_text or bool(found) or "?" in target_uri
         if not pack:
-            return Analysis(warc, digest, page, fps)
+            return Analysis(warc, digest, page, fps, None, found, signature)
         text = pack_text(page.text)
         if not keep_text:
             page.text = ""
-        return Analysis(warc, digest, page, fps, text)
+        return Analysis(warc, digest, page, fps, text, found, signature)
     return Analysis(warc, digest, page)
+
+
+_FORM_TAG = re.compile(rb"<form[\s>/]", re.IGNORECASE)
+_MAX_FORMS = 50   # a page's forms kept (a catalogue page with a form on every row: the first 50)
+
+
+def _forms(result: FetchResult, target_uri: str, main: str) -> tuple[list | None, str]:
+    """The page's forms (None when its body has no ``<form``) and its main text's signature."""
+    from .forms import extract_forms, result_signature
+    from .parse import decode_body
+
+    found = None
+    if _FORM_TAG.search(result.body) is not None:
+        text, _ = decode_body(result.body, result.header("content-type"))
+        found = extract_forms(text, target_uri)[:_MAX_FORMS] or None
+    return found, result_signature(main, target_uri)
 
 
 def archive_only(result: FetchResult, target_uri: str) -> Analysis:

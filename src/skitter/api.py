@@ -51,6 +51,7 @@ def build_crawler(directory: Path | str, config: CrawlConfig, *,
     clock = clock or SYSTEM
     seeds = check_seeds(list(config.seeds))
     scorer = scorer if scorer is not None else make_scorer(config.strategy, config)   # a bad topic fails first
+    form_words = _form_words(config)   # an unreadable --form-words file fails before the directory is made
     store = CrawlStore.open(Path(directory), config.with_(seeds=tuple(seeds)).to_dict(),
                             software=config.user_agent, now=clock.time())
     try:
@@ -74,14 +75,30 @@ def build_crawler(directory: Path | str, config: CrawlConfig, *,
                                 resolver_overrides=dict(config.resolve))
         robots = RobotsCache(transport.get, config.user_agent, expiry=config.robots_expiry, clock=clock.monotonic)
         duplicates = DuplicateTests(store, _near_duplicate_index(store, config), config.near_duplicates)
+        link_filter = LinkFilter(config, list(config.seeds), store.admitted_per_host())
+        forms = None
+        if form_words is not None:   # --forms (issue #22): the form crawler, docs/forms.md
+            from .formcrawl import FormCrawl
+
+            forms = FormCrawl(store, config, robots=robots, link_filter=link_filter, scorer=scorer,
+                              seed_words=form_words, now=clock.time)
         return Crawler(config=config, seeds=seeds, store=store, frontier=frontier, transport=transport,
-                       robots=robots, scorer=scorer,
-                       link_filter=LinkFilter(config, list(config.seeds), store.admitted_per_host()),
+                       robots=robots, scorer=scorer, link_filter=link_filter,
                        duplicates=duplicates, clock=clock, analyse_options=_analyse_options(config, scorer, duplicates),
-                       on_progress=on_progress)
+                       on_progress=on_progress, forms=forms)
     except BaseException:
         store.close()
         raise
+
+
+def _form_words(config: CrawlConfig) -> list[str] | None:
+    """With ``--forms``, the seed words of search boxes: the ``--topic`` words, then the
+    ``--form-words`` file's (None: forms are off)."""
+    if not config.forms:
+        return None
+    from .formcrawl import read_form_words
+
+    return config.topic.split() + (read_form_words(config.form_words) if config.form_words else [])
 
 
 def _near_duplicate_index(store: CrawlStore, config: CrawlConfig) -> NearDupIndex | None:
@@ -104,7 +121,8 @@ def _analyse_options(config: CrawlConfig, scorer: Scorer, duplicates: DuplicateT
 
     pack = config.analysis_process_count() != 1 or dedup._speedups is not None
     probe = 0 if duplicates.index is None else duplicates.index.probe
-    return (product_token(config.user_agent), probe, scorer.reads_text, pack, scorer.reads_link_context)
+    return (product_token(config.user_agent), probe, scorer.reads_text, pack, scorer.reads_link_context,
+            config.forms)
 
 
 def crawl(seeds: list[str], directory: Path | str = "crawl", *, scorer: Scorer | None = None,

@@ -34,7 +34,9 @@ def _settings_options(func):
         flag = "--" + s.name.replace("_", "-")
         if s.type is bool:
             decl = f"{flag}/--no-{flag[2:]}" if s.default else flag
-            func = click.option(decl, s.name, default=s.default, show_default=True, help=s.help)(func)
+            # is_flag: click 8.2+ no longer infers it from a False default (--allow-private wanted a value)
+            func = click.option(decl, s.name, is_flag=True, default=s.default, show_default=True,
+                                help=s.help)(func)
         elif s.choices:
             func = click.option(flag, s.name, type=click.Choice(s.choices), default=s.default,
                                 show_default=True, help=s.help)(func)
@@ -171,22 +173,38 @@ def stats(directory: str | None, as_json: bool, redis_url: str | None, crawl_id:
               help="crawl directory for the demo (emptied first)")
 @click.option("--pages", default=3000, show_default=True, help="pages in the generated demo web")
 @click.option("--hosts", default=8, show_default=True, help="hosts in the generated demo web")
-def demo(output: str, pages: int, hosts: int) -> None:
+@click.option("--forms", "forms", is_flag=True, default=False,
+              help="also serve the hidden site (3,000 records behind a search form, docs/forms.md) and crawl "
+                   "with --forms; its ground truth goes to DIR/hidden-records.txt")
+def demo(output: str, pages: int, hosts: int, forms: bool) -> None:
     """Serve the bundled demo web on loopback, crawl it and print the summary."""
     import shutil
 
-    from .demo.server import DemoServer
+    from .demo.server import DemoServer, check_config
     from .demo.web import DemoConfig
 
+    try:
+        config = DemoConfig(pages=pages, hosts=hosts)
+        check_config(config)
+    except ValueError as exc:
+        raise UsageError(f"--pages/--hosts: {exc}") from None
     out = Path(output)
     if out.exists():
         shutil.rmtree(out)
-    with DemoServer(DemoConfig(pages=pages, hosts=hosts)) as server:
+    with DemoServer(config, hidden=forms) as server:
         click.echo(f"demo web: {len(server.base_urls)} hosts on loopback ({', '.join(server.base_urls[:2])}, …)",
                    err=True)
-        config = CrawlConfig(seeds=tuple(server.web.seeds()), delay=0.0, adaptive_delay=0.0, per_host=4,
-                             concurrency=32, max_crawl_delay=0.02)
+        seeds = list(server.web.seeds())
+        if server.hidden_site is not None:
+            click.echo(f"hidden site: {server.hidden_url} (records only behind its search form)", err=True)
+            seeds += server.hidden_site.seeds()
+        config = CrawlConfig(seeds=tuple(seeds), delay=0.0, adaptive_delay=0.0, per_host=4,
+                             concurrency=32, max_crawl_delay=0.02, forms=forms)
         run_crawl(out, config, title="crawling the demo web")
+        if server.hidden_site is not None:
+            (out / "hidden-records.txt").write_text(
+                "# the demo's hidden site: every record page (skitter eval-forms --truth)\n"
+                + "".join(u + "\n" for u in server.hidden_site.record_urls()), encoding="utf-8")
         from .demo.qrels import write_demo_qrels
 
         write_demo_qrels(server.web, out / "queries.tsv", out / "qrels.txt")
@@ -202,6 +220,8 @@ def demo(output: str, pages: int, hosts: int) -> None:
     click.echo(f"  skitter serve {out}    (then open http://127.0.0.1:8000/ : search and crawl statistics)")
     click.echo(f"  skitter serve {out} --labels {out}/labels.jsonl --topic astronomy    (the crawl page adds"
                " its evaluation)")
+    if forms:
+        click.echo(f"  skitter eval-forms {out} --truth {out}/hidden-records.txt --plot forms-coverage.png")
 
 
 from .cli_search import eval_cmd, index_cmd, search_cmd  # noqa: E402
@@ -214,6 +234,10 @@ from .cli_rank import eval_crawl, rank  # noqa: E402
 
 cli.add_command(rank)
 cli.add_command(eval_crawl)
+
+from .cli_forms import eval_forms  # noqa: E402
+
+cli.add_command(eval_forms)
 
 from .cli_serve import serve  # noqa: E402
 

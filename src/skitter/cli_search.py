@@ -70,7 +70,7 @@ def _print_results(res) -> None:
         return
     first = (res.page - 1) * (res.limit or 0) + 1
     console.print(f"[dim]{res.total} results"
-                  + (f" (pages with every word first)" if res.bare else "")
+                  + (" (pages with every word first)" if res.bare else "")
                   + f", {first}–{first + len(res.hits) - 1} shown, {res.elapsed_ms:.0f} ms[/dim]\n")
     for h in res.hits:
         mark = "" if h.all_words in (None, True) else " [dim](some of the words)[/dim]"

@@ -1,6 +1,7 @@
 """Crawl configuration: typed, frozen objects with named defaults, and one settings registry.
 
-``SETTINGS`` is the single list of every crawl setting: the CLI builds its flags from it and
+Every crawl setting is a field of ``CrawlConfig`` made with ``setting()`` (default, help, choices,
+lower bound, typed once). ``SETTINGS`` lists them: the CLI builds its flags from it and
 ``docs/settings.md`` is checked against it by a test (tests/unit/test_docs.py), so no setting
 exists that the docs do not describe.
 """
@@ -17,117 +18,94 @@ DEFAULT_USER_AGENT = f"skitter/{__version__}"
 
 @dataclass(frozen=True, slots=True)
 class Setting:
+    """One user setting as the CLI and docs/settings.md see it (derived from CrawlConfig's fields)."""
+
     name: str          # the dataclass field on CrawlConfig, and --name-with-dashes on the CLI
     default: Any
     help: str
     type: type = str
     choices: tuple[str, ...] | None = None
+    at_least: float | None = None   # validate() refuses a smaller value
 
 
-SETTINGS: tuple[Setting, ...] = (
-    Setting("max_pages", 0, "stop after this many fetched pages (0 = no limit)", int),
-    Setting("max_depth", 10, "links deeper than this many hops from a seed are not followed (seed 004)", int),
-    Setting("strategy", "bfs", "crawl order: bfs (breadth-first), dfs (depth-first); focused on --topic: pdd, "
-            "weight, cosine (naive best-first), shark (SharkSearch); by importance: backlinks, pagerank (OPIC) "
-            "(docs/strategies.md)", str,
-            ("bfs", "dfs", "pdd", "weight", "cosine", "shark", "backlinks", "pagerank")),
-    Setting("topic", "", "focused strategies: the topic, as words (stemmed, stop words dropped)", str),
-    Setting("topic_file", "", "focused strategies: exemplary documents of the topic (seed 000), a text or HTML "
-            "file or a directory of them; their most frequent terms join --topic", str),
-    Setting("threshold", 3.0, "pdd and weight: a page is relevant iff its weight is above this (seed 001: t > 3)",
-            float),
-    Setting("min_similarity", 0.1, "cosine and shark: a page is relevant iff its cosine similarity to the topic "
-            "is above this", float),
-    Setting("tunnel", 3, "focused strategies: follow links through at most this many off-topic pages in a row "
-            "(tunnelling, seed 000; SharkSearch's depth bound d); links beyond go to the end of the queue", int),
-    Setting("shark_gamma", 0.3, "shark: weight γ of the inherited score against the anchor neighbourhood", float),
-    Setting("shark_delta", 0.5, "shark: decay δ of the inherited score per page", float),
-    Setting("shark_beta", 0.8, "shark: weight β of the anchor text against the anchor context", float),
-    Setting("link_weights", False, "backlinks and pagerank: weigh links by visibility × position / distance "
-            "(seed 004)", bool),
-    Setting("scope", "host", "follow links within the seeds' hosts, their registrable domains, or anywhere",
-            str, ("host", "domain", "any")),
-    Setting("concurrency", 16, "requests in flight at once, over all hosts", int),
-    Setting("per_host", 1, "connections to one host at once", int),
-    Setting("delay", 1.0, "seconds between two requests to one host (at least; robots Crawl-delay and "
-            "the adaptive delay may make it longer)", float),
-    Setting("adaptive_delay", 10.0, "wait at least this multiple of the host's last response time "
-            "between requests (seed 002 suggests 10; 0 turns it off)", float),
-    Setting("max_crawl_delay", 60.0, "cap on a robots.txt Crawl-delay, in seconds", float),
-    Setting("user_agent", DEFAULT_USER_AGENT, "User-Agent header and the robots.txt product token", str),
-    Setting("allow_private", False, "allow private, loopback and link-local addresses even when no seed is in "
-            "that class", bool),
-    Setting("max_body", 10 * 1024 * 1024, "body cap in bytes; also caps the decompressed size", int),
-    Setting("connect_timeout", 10.0, "seconds to connect", float),
-    Setting("read_timeout", 20.0, "seconds without a byte before a read times out (whole seconds: a fraction is rounded up)", float),
-    Setting("total_timeout", 60.0, "seconds for a whole response", float),
-    Setting("retries", 2, "retries (with exponential backoff) after a timeout, refused connection or 5xx", int),
-    Setting("max_redirects", 5, "redirect hops followed from one URL", int),
-    Setting("max_pages_per_host", 0, "page budget per host (0 = no limit)", int),
-    Setting("host_burst", 0, "spider-trap throttle (seed 002): accept at most this many new URLs of one host "
-            "every --host-window URLs processed (0 = off)", int),
-    Setting("host_window", 1000, "the window, in processed URLs, of --host-burst", int),
-    Setting("max_url_length", 2048, "longer URLs are dropped", int),
-    Setting("max_repeated_segments", 3, "URLs whose path repeats one segment more often are dropped", int),
-    Setting("robots_expiry", 86400.0, "seconds a cached robots.txt stays valid (RFC 9309: at most 24 h)", float),
-    Setting("analysis_processes", -1, "processes for parsing, hashing and WARC compression (-1: one per "
-            "spare core, at most 4; 0: all in the crawl process)", int),
-    Setting("near_duplicates", "new-links", "near-duplicate detection (winnowing): off, or on and follow a "
-            "near-duplicate's links only if it has links its original lacks (new-links) or always (all)",
-            str, ("off", "new-links", "all")),
-    Setting("near_dup_window", 50000, "pages the near-duplicate test compares a new page with: the last N "
-            "indexed (about 800 bytes each in memory; 0: every page, memory growing with the crawl)", int),
-    Setting("index_interval", 1.0, "seconds the live search index pauses when it has caught up with the "
-            "crawl (it indexes in steps of 250 pages; 0: only when the crawl stops; -1: no index, build it "
-            "later with skitter index)", float),
-    Setting("stall_after", 30.0, "seconds without a request starting or finishing, while URLs are queued, "
-            "before the crawl writes what it is waiting for (DIR/crawl.log, skitter stats)", float),
-    Setting("obey_robots", True, "obey robots.txt (the benchmark and the demo keep this on)", bool),
-)
+def setting(default: Any, help: str, *, choices: tuple[str, ...] | None = None,
+            at_least: float | None = None) -> Any:
+    """A CrawlConfig field that is a user setting: its default, help, choices and lower bound."""
+    return field(default=default, metadata={"help": help, "choices": choices, "at_least": at_least})
 
 
 @dataclass(frozen=True, slots=True)
 class CrawlConfig:
-    """Every crawl setting, defaults from ``SETTINGS``."""
+    """Every crawl setting. Each field made with ``setting()`` is a CLI flag and a row of
+    docs/settings.md; ``SETTINGS`` below is derived from these fields, so a default is typed once."""
 
-    max_pages: int = 0
-    max_depth: int = 10
-    strategy: str = "bfs"
-    topic: str = ""
-    topic_file: str = ""
-    threshold: float = 3.0
-    min_similarity: float = 0.1
-    tunnel: int = 3
-    shark_gamma: float = 0.3
-    shark_delta: float = 0.5
-    shark_beta: float = 0.8
-    link_weights: bool = False
-    scope: str = "host"
-    concurrency: int = 16
-    per_host: int = 1
-    delay: float = 1.0
-    adaptive_delay: float = 10.0
-    max_crawl_delay: float = 60.0
-    user_agent: str = DEFAULT_USER_AGENT
-    allow_private: bool = False
-    max_body: int = 10 * 1024 * 1024
-    connect_timeout: float = 10.0
-    read_timeout: float = 20.0
-    total_timeout: float = 60.0
-    retries: int = 2
-    max_redirects: int = 5
-    max_pages_per_host: int = 0
-    host_burst: int = 0
-    host_window: int = 1000
-    max_url_length: int = 2048
-    max_repeated_segments: int = 3
-    robots_expiry: float = 86400.0
-    analysis_processes: int = -1
-    near_duplicates: str = "new-links"
-    near_dup_window: int = 50000
-    index_interval: float = 1.0
-    stall_after: float = 30.0
-    obey_robots: bool = True
+    max_pages: int = setting(0, "stop after this many fetched pages (0 = no limit)", at_least=0)
+    max_depth: int = setting(10, "links deeper than this many hops from a seed are not followed (seed 004)", at_least=0)
+    strategy: str = setting("bfs", "crawl order: bfs (breadth-first), dfs (depth-first); focused on --topic: pdd, "
+        "weight, cosine (naive best-first), shark (SharkSearch); by importance: backlinks, pagerank (OPIC) "
+        "(docs/strategies.md)",
+        choices=("bfs", "dfs", "pdd", "weight", "cosine", "shark", "backlinks", "pagerank"))
+    topic: str = setting("", "focused strategies: the topic, as words (stemmed, stop words dropped)")
+    topic_file: str = setting("", "focused strategies: exemplary documents of the topic (seed 000), a text or HTML "
+        "file or a directory of them; their most frequent terms join --topic")
+    threshold: float = setting(3.0, "pdd and weight: a page is relevant iff its weight is above this (seed 001: t > 3)")
+    min_similarity: float = setting(0.1, "cosine and shark: a page is relevant iff its cosine similarity to the topic "
+        "is above this")
+    tunnel: int = setting(3, "focused strategies: follow links through at most this many off-topic pages in a row "
+        "(tunnelling, seed 000; SharkSearch's depth bound d); links beyond go to the end of the queue", at_least=0)
+    shark_gamma: float = setting(0.3, "shark: weight γ of the inherited score against the anchor neighbourhood")
+    shark_delta: float = setting(0.5, "shark: decay δ of the inherited score per page")
+    shark_beta: float = setting(0.8, "shark: weight β of the anchor text against the anchor context")
+    link_weights: bool = setting(False, "backlinks and pagerank: weigh links by visibility × position / distance "
+        "(seed 004)")
+    forms: bool = setting(False, "the hidden web: fill in searchable GET forms found on crawled pages and follow the "
+        "submissions like links (robots.txt, scope, politeness, traps, URL-seen); never POST, login, sign-up, "
+        "vote, comment or cart forms (docs/forms.md)")
+    form_budget: int = setting(500, "--forms: submissions per form at most (docs/forms.md: 90 % of the demo's hidden "
+        "records within it)", at_least=1)
+    form_words: str = setting("", "--forms: a text file of seed words for search boxes, tried first (the --topic "
+        "words are too); then words of the result pages")
+    scope: str = setting("host", "follow links within the seeds' hosts, their registrable domains, or anywhere",
+        choices=("host", "domain", "any"))
+    concurrency: int = setting(16, "requests in flight at once, over all hosts", at_least=1)
+    per_host: int = setting(1, "connections to one host at once", at_least=1)
+    delay: float = setting(1.0, "seconds between two requests to one host (at least; robots Crawl-delay and "
+        "the adaptive delay may make it longer)", at_least=0)
+    adaptive_delay: float = setting(10.0, "wait at least this multiple of the host's last response time "
+        "between requests (seed 002 suggests 10; 0 turns it off)", at_least=0)
+    max_crawl_delay: float = setting(60.0, "cap on a robots.txt Crawl-delay, in seconds", at_least=0)
+    user_agent: str = setting(DEFAULT_USER_AGENT, "User-Agent header and the robots.txt product token")
+    allow_private: bool = setting(False, "allow private, loopback and link-local addresses even when no seed is in "
+        "that class")
+    max_body: int = setting(10 * 1024 * 1024, "body cap in bytes; also caps the decompressed size", at_least=1024)
+    connect_timeout: float = setting(10.0, "seconds to connect", at_least=0.001)
+    read_timeout: float = setting(20.0, "seconds without a byte before a read times out (whole seconds: a fraction "
+        "is rounded up)", at_least=0.001)
+    total_timeout: float = setting(60.0, "seconds for a whole response", at_least=0.001)
+    retries: int = setting(2, "retries (with exponential backoff) after a timeout, refused connection or "
+        "5xx", at_least=0)
+    max_redirects: int = setting(5, "redirect hops followed from one URL", at_least=0)
+    max_pages_per_host: int = setting(0, "page budget per host (0 = no limit)", at_least=0)
+    host_burst: int = setting(0, "spider-trap throttle (seed 002): accept at most this many new URLs of one host "
+        "every --host-window URLs processed (0 = off)", at_least=0)
+    host_window: int = setting(1000, "the window, in processed URLs, of --host-burst", at_least=1)
+    max_url_length: int = setting(2048, "longer URLs are dropped", at_least=16)
+    max_repeated_segments: int = setting(3, "URLs whose path repeats one segment more often are dropped", at_least=0)
+    robots_expiry: float = setting(86400.0, "seconds a cached robots.txt stays valid (RFC 9309: at most 24 h)",
+                                   at_least=0)
+    analysis_processes: int = setting(-1, "processes for parsing, hashing and WARC compression (-1: one per "
+        "spare core, at most 4; 0: all in the crawl process)", at_least=-1)
+    near_duplicates: str = setting("new-links", "near-duplicate detection (winnowing): off, or on and follow a "
+        "near-duplicate's links only if it has links its original lacks (new-links) or always (all)",
+        choices=("off", "new-links", "all"))
+    near_dup_window: int = setting(50000, "pages the near-duplicate test compares a new page with: the last N "
+        "indexed (about 800 bytes each in memory; 0: every page, memory growing with the crawl)", at_least=0)
+    index_interval: float = setting(1.0, "seconds the live search index pauses when it has caught up with the "
+        "crawl (it indexes in steps of 250 pages; 0: only when the crawl stops; -1: no index, build it "
+        "later with skitter index)")
+    stall_after: float = setting(30.0, "seconds without a request starting or finishing, while URLs are queued, "
+        "before the crawl writes what it is waiting for (DIR/crawl.log, skitter stats)", at_least=0.1)
+    obey_robots: bool = setting(True, "obey robots.txt (the benchmark and the demo keep this on)")
     # Not user settings: how the crawl was started.
     seeds: tuple[str, ...] = field(default=())
     resolve: tuple[tuple[str, str], ...] = field(default=())  # host -> IP overrides (curl --resolve)
@@ -136,15 +114,10 @@ class CrawlConfig:
         """UsageError for a setting out of range (a crawl that would do nothing, or hang)."""
         from .errors import UsageError
 
-        at_least = {"concurrency": 1, "per_host": 1, "max_depth": 0, "max_pages": 0, "delay": 0,
-                    "adaptive_delay": 0, "max_crawl_delay": 0, "max_body": 1024, "connect_timeout": 0.001,
-                    "read_timeout": 0.001, "total_timeout": 0.001, "retries": 0, "max_redirects": 0,
-                    "max_pages_per_host": 0, "host_burst": 0, "host_window": 1, "max_url_length": 16,
-                    "max_repeated_segments": 0, "robots_expiry": 0, "analysis_processes": -1, "tunnel": 0,
-                    "near_dup_window": 0, "stall_after": 0.1}
-        for name, low in at_least.items():
-            if getattr(self, name) < low:
-                raise UsageError(f"--{name.replace('_', '-')} must be at least {low}, got {getattr(self, name)}")
+        for s in SETTINGS:
+            if s.at_least is not None and getattr(self, s.name) < s.at_least:
+                raise UsageError(f"--{s.name.replace('_', '-')} must be at least {s.at_least}, "
+                                 f"got {getattr(self, s.name)}")
         if 0 < self.near_dup_window < 100:
             raise UsageError(f"--near-dup-window must be 0 (every page) or at least 100, got {self.near_dup_window}")
         return self
@@ -163,10 +136,8 @@ class CrawlConfig:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def _check_registry() -> None:
-    defaults = CrawlConfig()
-    for s in SETTINGS:
-        assert getattr(defaults, s.name) == s.default, s.name
+_TYPES = {"int": int, "float": float, "str": str, "bool": bool}
 
-
-_check_registry()
+SETTINGS: tuple[Setting, ...] = tuple(
+    Setting(f.name, f.default, f.metadata["help"], _TYPES[f.type], f.metadata["choices"], f.metadata["at_least"])
+    for f in fields(CrawlConfig) if "help" in f.metadata)

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import sys
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 LOG_FILE = "crawl.log"
 

@@ -75,12 +75,11 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Protocol, Sequence
-from urllib.parse import urlsplit
 
 import numpy as np
 
 from .compiled import speedups
-from .urls import fingerprint
+from .urls import URLError, fingerprint, host_key
 
 __all__ = [
     "K", "W", "SKETCH", "RESEMBLANCE", "CONTAINMENT", "MIN_SAMPLE", "MAX_DF",
@@ -883,7 +882,10 @@ def links_worth_following(page_links: Iterable, original_links: Iterable) -> boo
 
 
 def _host(url: str) -> str:
-    return urlsplit(url).netloc.lower()
+    try:
+        return host_key(url)
+    except URLError:
+        return url
 
 
 def mirror_hosts(pairs: Iterable[tuple[str, str]], pages_per_host: Mapping[str, int] | None = None,
@@ -892,7 +894,7 @@ def mirror_hosts(pairs: Iterable[tuple[str, str]], pages_per_host: Mapping[str, 
     share)]``, largest share first, one entry per pair of hosts.
 
     ``pairs``: near-duplicate URL pairs (any order; same-host pairs are ignored).
-    ``pages_per_host``: pages crawled per host (``host`` as in ``urlsplit(url).netloc``); share =
+    ``pages_per_host``: pages crawled per host (``host`` as in ``urls.host_key``, the fetches table's host); share =
     the part of ``mirror``'s pages with a near-duplicate on ``other``. Without it the share is
     taken over the host's pages that appear in ``pairs`` at all (an upper bound). A pair of hosts
     is reported when the share reaches ``min_share`` and at least ``min_pages`` pages are involved.

@@ -179,7 +179,7 @@ class _Decoder:
         self.chunks: list[bytes] = []
 
     @classmethod
-    def for_headers(cls, values: list[str], cap: int) -> "_Decoder | None":
+    def for_headers(cls, values: list[str], cap: int) -> _Decoder | None:
         codings = [c.strip().lower() for v in values for c in v.split(",")]
         codings = [c for c in codings if c and c != "identity"]
         if not codings or any(c not in _DECODABLE for c in codings):
@@ -579,7 +579,7 @@ class Fetcher:
                                max(0, cfg.per_host))
         return self._curl
 
-    async def __aenter__(self) -> "Fetcher":
+    async def __aenter__(self) -> Fetcher:
         if self._curl is None:
             self._open()
         return self
@@ -683,9 +683,12 @@ class Fetcher:
         pinned = await self._resolve(u)
         handle = self._handle()
         total = _limit(self.config.total_timeout)
-        looked_up = time.monotonic() - t0 if pinned is not None and total is not None else 0.0
-        if looked_up > 0.001:  # a lookup took time: curl gets what is left of the whole hop
-            handle.setopt(pycurl.TIMEOUT_MS, max(1, int((total - looked_up) * 1000)))
+        shortened: float | None = None   # the hop's timeout, if curl was given less for this one
+        if pinned is not None and total is not None:
+            looked_up = time.monotonic() - t0
+            if looked_up > 0.001:  # a lookup took time: curl gets what is left of the whole hop
+                handle.setopt(pycurl.TIMEOUT_MS, max(1, int((total - looked_up) * 1000)))
+                shortened = total
         transfer = _Transfer(handle, curl.loop.create_future(), self.config.max_body)
         handle.setopt(pycurl.URL, u.href)
         handle.setopt(pycurl.WRITEFUNCTION, transfer.write)
@@ -713,8 +716,8 @@ class Fetcher:
         finally:
             if pinned is not None:
                 handle.setopt(pycurl.RESOLVE, [])
-            if looked_up > 0.001:
-                handle.setopt(pycurl.TIMEOUT_MS, max(1, int(total * 1000)))
+            if shortened is not None:
+                handle.setopt(pycurl.TIMEOUT_MS, max(1, int(shortened * 1000)))
             transfer.release()  # the idle handle's callbacks still point at it
             self._free.append(handle)
 

@@ -22,10 +22,12 @@ JSON and a crawl resumes after ``kill -9`` with the same plan.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import xxhash
@@ -34,7 +36,7 @@ from selectolax.lexbor import LexborHTMLParser
 from . import urls
 
 __all__ = ["DEFAULT_BUDGET", "KINDS", "Form", "FormInput", "FormPlanner", "classify", "extract_forms",
-           "result_signature", "submission_url", "words_of"]
+           "is_result_page", "result_signature", "submission_url", "words_of"]
 
 #: Submissions per form when ``--form-budget`` is not given (docs/forms.md: the coverage it buys).
 DEFAULT_BUDGET = 500
@@ -98,9 +100,10 @@ class Form:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Form":
-        inputs = tuple(FormInput(**{k: tuple(v) if isinstance(v, list) else v for k, v in i.items()})
-                       for i in d["inputs"])
+    def from_dict(cls, d: Mapping[str, Any]) -> Form:
+        specs: list[dict[str, Any]] = [{k: tuple(v) if isinstance(v, list) else v for k, v in i.items()}
+                                       for i in d["inputs"]]
+        inputs = tuple(FormInput(**f) for f in specs)
         return cls(**{**d, "inputs": inputs})
 
 
@@ -362,8 +365,9 @@ def classify(form: Form) -> tuple[bool, str]:
     In order: only GET (POST and dialog forms change things or need a body); the action must be an
     http(s) URL; no password or file input; no e-mail input; no anti-forgery token; none of the
     words of ``_FORM_WORDS``/``_FORM_PHRASES`` in what describes the form, nor of
-    ``_FIELD_WORDS``/``_FIELD_PHRASES`` in what describes an input that is not hidden; and at least
-    one text box, select, radio group or checkbox to fill in. The rules err on the side of not
+    ``_FIELD_WORDS``/``_FIELD_PHRASES`` in what describes an input that is not hidden; no textarea (a
+    message box: "Report a problem", "Tell us more"; search boxes are one line); and at least one
+    text box, select, radio group or checkbox to fill in. The rules err on the side of not
     submitting: a search form called "newsletter search" is lost, a newsletter form is never sent.
     """
     if form.method != "get":
@@ -387,6 +391,9 @@ def classify(form: Form) -> tuple[bool, str]:
             hit = _match(_words(inp.name, inp.id, inp.label), _FIELD_WORDS, _FIELD_PHRASES)
             if hit:
                 return False, f"input {inp.name!r} asks for {hit!r}"
+    for inp in form.inputs:
+        if inp.kind == "textarea":
+            return False, f"textarea {inp.name!r}: it asks for a message, a search asks for a few words"
     if not any(i.kind in ENUMERATED or i.kind in FREE_TEXT for i in form.inputs if i.name):
         return False, "nothing to fill in (no named text box, select, radio or checkbox)"
     return True, "searchable"
@@ -511,18 +518,21 @@ class FormPlanner:
     of combinations is abandoned when its first ``row_test`` submissions bring nothing new, and the
     combined template is tested and kept like any other.
 
-    *Iterative probing.* A text box gets, first, the labels of the form's options and the seed
-    words (``--topic`` and ``--form-words``), in order; then the words of the reported result pages,
-    which grow with every page the site returns (stop words, words of fewer than three letters and
-    the site's chrome, words on more than half of the result pages, are skipped); the words of the
-    form's page come last, after every result word. Result words are grouped in frequency bands by how many result pages
+    *Iterative probing.* A text box gets, first, the seed words (``--topic`` and ``--form-words``),
+    in order; then the words of the reported result pages, which grow with every page the site
+    returns (stop words, words of fewer than three letters and the site's chrome, words on more than
+    half of the result pages, are skipped); the labels of the form's options (the enumerated inputs
+    ask them already) and the words of the form's page come last, after every result word. A text
+    box is tested after the enumerated inputs, so that its sample is drawn from result pages, as
+    its later words will be, and not only from the form's own labels (a site whose records never
+    use them would have it dropped on ten words no record holds). Result words are grouped in frequency bands by how many result pages
     showed them (1, 2-3, 4-7, ...); the next word is the most frequent of the band whose last
     submissions led to the most new links (a band not tried yet first, the most frequent band
     first): how frequent a good query word is depends on the site (words that many records share
     reach only the first results of a capped query), so it is learnt from the yields.
 
     *Budget.* Each submission issued counts, reported or not, and none is issued twice. Samples of
-    templates under test go first; then each submission goes to the kept template whose next
+    templates under test go first (enumerated and combined ones before text boxes); then each submission goes to the kept template whose next
     submission is expected to find the most new links, judged by the last similar ones (the same
     frequency band, the same row of combinations, else the template's last ``window``; ties: the
     older template). At most ``max_pending`` submissions are unreported at a time, so each choice
@@ -547,10 +557,11 @@ class FormPlanner:
             raise ValueError(f"form not searchable: {why}")
         self.form = form
         self.budget = budget
-        self.params = {"sample": sample, "tau": tau, "window": window, "max_pending": max_pending,
+        self.params: dict[str, Any] = {"sample": sample, "tau": tau, "window": window, "max_pending": max_pending,
                        "max_combine": max_combine, "row_test": row_test, "max_words": max_words}
         labels = [lab for i in form.inputs if i.kind in ENUMERATED for lab in i.labels]
-        self.seeds = _probe_words([*labels, *seed_words])
+        self.seeds = _probe_words(seed_words)
+        self.labels = _probe_words(labels)
         self.page_words = _probe_words(page_words)
         self.counts: dict[str, int] = {}      # word -> result pages that showed it
         self.pages = 0                        # result pages reported
@@ -615,15 +626,18 @@ class FormPlanner:
         """The template of the next submission, or None if none has one left: a template under
         test first (the oldest), then the kept template whose next submission is expected to
         find the most new links (:meth:`_expected`)."""
-        best, best_yield = None, -1.0
+        best, best_yield, text = None, -1.0, None
         for index, t in enumerate(self.templates):
             if t.status == "testing" and len(t.subs) < self.params["sample"] and self._has_next(t):
-                return index
+                if not t.text:
+                    return index
+                if text is None:
+                    text = index
             if t.status == "kept" and self._has_next(t):
                 y = self._expected(t)
                 if y > best_yield:
                     best, best_yield = index, y
-        return best
+        return text if text is not None else best
 
     def _has_next(self, t: _Template) -> bool:
         return bool(t.queue) or (bool(t.text) and self._next_word(t) is not None)
@@ -666,7 +680,7 @@ class FormPlanner:
         tops = self._band_tops(t)
         if tops:
             return tops[max(tops, key=lambda band: (self._band_score(t, band), band))][1]
-        return next((w for w in self.page_words if w not in tried), None)
+        return next((w for w in itertools.chain(self.labels, self.page_words) if w not in tried), None)
 
     def _next_band(self, t: _Template) -> int:
         """The frequency band of the word ``t`` probes next (0: a seed or a page word)."""
@@ -812,13 +826,13 @@ class FormPlanner:
         """The whole state, the form included, as one JSON string."""
         return json.dumps({
             "version": 1, "form": self.form.to_dict(), "budget": self.budget, "params": self.params,
-            "seeds": self.seeds, "page_words": self.page_words, "counts": self.counts,
+            "seeds": self.seeds, "labels": self.labels, "page_words": self.page_words, "counts": self.counts,
             "pages": self.pages, "tried": {k: list(v) for k, v in self.tried.items()},
             "subs": [list(vars(s).values()) for s in self.order],
             "templates": [vars(t) for t in self.templates]}, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, data: str) -> "FormPlanner":
+    def from_json(cls, data: str) -> FormPlanner:
         """The planner :meth:`to_json` saved, ready to go on where it stopped."""
         d = json.loads(data)
         if d.get("version") != 1:
@@ -826,7 +840,7 @@ class FormPlanner:
         self = cls.__new__(cls)
         self.form = Form.from_dict(d["form"])
         self.budget, self.params = d["budget"], d["params"]
-        self.seeds, self.page_words = d["seeds"], d["page_words"]
+        self.seeds, self.labels, self.page_words = d["seeds"], d.get("labels", []), d["page_words"]
         self.counts, self.pages = d["counts"], d["pages"]
         self.tried = {k: dict.fromkeys(v) for k, v in d["tried"].items()}
         self.order = [_Submission(*s) for s in d["subs"]]
@@ -853,14 +867,20 @@ def _probe_words(texts: Iterable[str]) -> list[str]:
 
 
 def _paged(url: str, links: Iterable[str]) -> bool:
-    """Whether one of ``links`` is another page of the query ``url``: the same host and path,
-    every pair ``url`` sent, and more (``page=2``, ``start=10``)."""
-    parts = urlsplit(url)
+    """Whether one of ``links`` is another page of the query ``url`` (:func:`is_result_page`)."""
+    return any(is_result_page(url, link) for link in links)
+
+
+def is_result_page(submission: str, url: str) -> bool:
+    """Whether ``url`` is a further page of the results of ``submission``: the same host and path,
+    every pair the submission sent, and a name it did not send (``page=2``, ``start=10``). A site's
+    next-page links often leave out the empty fields (``?q=&c=a`` goes on at ``?c=a&page=2``): when
+    the submission sent a field with a value, its empty ones may be missing."""
+    parts, other = urlsplit(submission), urlsplit(url)
+    if other.path != parts.path or other.netloc != parts.netloc:
+        return False
     sent = parse_qsl(parts.query, keep_blank_values=True)
-    for link in links:
-        lp = urlsplit(link)
-        if lp.path == parts.path and lp.netloc == parts.netloc:
-            got = parse_qsl(lp.query, keep_blank_values=True)
-            if len(got) > len(sent) and all(p in got for p in sent):
-                return True
-    return False
+    got = parse_qsl(other.query, keep_blank_values=True)
+    names = {k for k, _ in sent}
+    need = [p for p in sent if p[1]] or sent
+    return any(k not in names for k, _ in got) and all(p in got for p in need)

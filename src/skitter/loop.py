@@ -13,7 +13,9 @@ and only orchestrates them (docs/architecture.md numbers the same steps):
   7. frontier.done()          the host's slot back, the URL done or due again (a retry)
 
 The parts are built by :func:`skitter.api.build_crawler`, the composition root; a test or a
-distributed worker hands in other ones (a frontier, a transport, a clock).
+distributed worker hands in other ones (a frontier, a transport, a clock). With ``--forms`` it also
+hands in the form crawler (:mod:`skitter.formcrawl`): told of each fetch in step 6, it turns the
+searchable forms found into submissions, which enter the frontier like links.
 
 Crash safety: the store commits every ``commit_interval`` seconds, after the WARC file is flushed
 to the offset the commit records. A kill -9 loses at most the uncommitted batch; its URLs are
@@ -30,7 +32,7 @@ import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .analyse import Analysis, analyse, archive_only
 from .clock import Clock
@@ -51,6 +53,9 @@ from .strategies.base import PageObserver
 from .transport import Transport
 from .urls import URLError, canonicalize, host_key
 from .watchdog import Watchdog
+
+if TYPE_CHECKING:   # only with --forms: it loads the HTML parser into the crawl process
+    from .formcrawl import FormCrawl
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +103,7 @@ class Crawler:
     def __init__(self, *, config: CrawlConfig, seeds: list[str], store: CrawlStore, frontier: Frontier,
                  transport: Transport, robots: RobotsCache, scorer: Scorer, link_filter: LinkFilter,
                  duplicates: DuplicateTests, clock: Clock, analyse_options: tuple,
-                 on_progress: Callable[["Crawler"], None] | None = None) -> None:
+                 on_progress: Callable[["Crawler"], None] | None = None, forms: "FormCrawl | None" = None) -> None:
         self.config = config
         self.seeds = seeds
         self.store = store
@@ -109,6 +114,7 @@ class Crawler:
         self.link_filter = link_filter
         self.duplicates = duplicates
         self.clock = clock
+        self.forms = forms   # --forms: the form crawler (skitter.formcrawl), else None
         self.rules = Rules(retries=config.retries, max_redirects=config.max_redirects)
         self._analyse_options = analyse_options
         self.on_progress = on_progress
@@ -151,6 +157,8 @@ class Crawler:
                     raise SkitterError(f"cannot start analysis processes: {exc}") from None
             await self._enqueue([Candidate(url=s, depth=0, priority=self.scorer.seed_priority(s))
                                  for s in self.seeds if self.link_filter.admit(s, 0)])
+            if self.forms is not None:   # submissions the last run had not sent
+                await self._submit()
             self.store.commit()
             await self._crawl()
         finally:
@@ -207,6 +215,8 @@ class Crawler:
                 continue
             self.watchdog.last_activity = time.monotonic()
             cand, outcome = await self._visit(cand)                   # 2-6
+            if self.forms is not None and self.forms.waiting:   # the form planners' next submissions
+                await self._submit()
             await frontier.done(cand, outcome)                        # 7
             self.watchdog.last_activity = time.monotonic()
 
@@ -276,11 +286,12 @@ class Crawler:
             "elapsed": result.elapsed, "response_time": result.response_time, "ip": result.ip,
         }
         page: Page | None = None
+        new: list[Candidate] = []   # what this fetch added to the frontier
         if decision.kind == "redirect":
             if decision.redirect_to is not None:
                 record["final_url"] = decision.redirect_to
                 if decision.error is None:
-                    await self._enqueue([Candidate(url=decision.redirect_to, depth=cand.depth, parent=cand.url,
+                    new = await self._enqueue([Candidate(url=decision.redirect_to, depth=cand.depth, parent=cand.url,
                                                    priority=cand.priority, redirects=cand.redirects + 1)])
         elif decision.kind == "content":
             record["content_hash"] = analysis.content_hash
@@ -291,7 +302,7 @@ class Crawler:
             # lead where its original's do not: the same bytes at another URL
             if analysis.page is not None and (decision.duplicate_of is None or decision.follow_links):
                 page = analysis.page
-                relevance = await self._follow(cand, page, decision.follow_links)
+                relevance, new = await self._follow(cand, page, decision.follow_links)
                 record["score"] = relevance if relevance is not None else cand.priority
                 record.update(title=page.title, outlinks=page.outlinks, canonical=page.canonical,
                               noindex=int(page.noindex), nofollow=int(page.nofollow))
@@ -306,6 +317,8 @@ class Crawler:
             self.stats.pages += 1
             self.store.record_page(cand.url, page, analysis.text, last_modified=result.header("last-modified"),
                                    etag=result.header("etag"))
+        if self.forms is not None:   # a submission's results reported, the page's forms planned
+            self.forms.fetched(cand, record, analysis, new)
         self.store.record_fetch(cand, record, counted=True)
         self.link_filter.processed()
         self.stats.fetched += 1
@@ -315,9 +328,9 @@ class Crawler:
         if record["error"]:
             self.stats.errors += 1
 
-    async def _follow(self, cand: Candidate, page: Page, follow_links: bool) -> float | None:
+    async def _follow(self, cand: Candidate, page: Page, follow_links: bool) -> tuple[float | None, list[Candidate]]:
         """The page's relevance (the scorer's, returned), what the scorer learns from the page,
-        and its links into the frontier if ``follow_links``."""
+        and its links into the frontier if ``follow_links`` (returned: the new ones among them)."""
         relevance = self.scorer.relevance(cand.url, page)
         parent = ParentContext(url=cand.url, page=page, depth=cand.depth, priority=cand.priority,
                                relevance=relevance)
@@ -325,14 +338,14 @@ class Crawler:
             changes = self.scorer.on_page(parent, page.links)
             if changes and isinstance(self.frontier, Reprioritizing):
                 await self.frontier.reprioritize(changes)
-        if follow_links:
-            await self._follow_links(cand, page, parent)
-        return relevance
+        if not follow_links:
+            return relevance, []
+        return relevance, await self._follow_links(cand, page, parent)
 
-    async def _follow_links(self, cand: Candidate, page: Page, parent: ParentContext) -> None:
-        """The page's links that pass the link filter, scored, into the frontier."""
+    async def _follow_links(self, cand: Candidate, page: Page, parent: ParentContext) -> list[Candidate]:
+        """The page's links that pass the link filter, scored, into the frontier; the new ones."""
         if page.nofollow:
-            return
+            return []
         follow = []
         depth = cand.depth + 1
         seen = self.frontier.seen_recently   # most links of a page lead to URLs seen already
@@ -342,14 +355,16 @@ class Crawler:
                 continue
             if admit(link.url, depth):
                 follow.append(Candidate(url=link.url, depth=depth, parent=cand.url, priority=score(link, parent)))
-        await self._enqueue(follow)
+        if self.forms is not None:   # a result page's next pages: the submission's depth, at most 20
+            follow = self.forms.result_links(cand, follow)
+        return await self._enqueue(follow)
 
-    async def _enqueue(self, cands: list[Candidate]) -> None:
+    async def _enqueue(self, cands: list[Candidate]) -> list[Candidate]:
         """Into the frontier; a URL that cached robots.txt rules already disallow is recorded at
-        once and never takes a politeness slot."""
+        once and never takes a politeness slot. Returns the candidates that were new."""
         if not cands:
-            return
-        disallowed, allowed = [], []
+            return []
+        disallowed, allowed, new = [], [], []
         for cand in cands:
             rules = self.robots.cached(cand.url) if self.config.obey_robots else None
             blocked = rules is not None and rules.reason is None and not rules.allowed(cand.url)
@@ -358,13 +373,23 @@ class Crawler:
             for cand in await self.frontier.add(disallowed, decided=True):
                 self.link_filter.admitted_new(cand.url)
                 self._skip(cand, "robots: disallowed by robots.txt")
+                new.append(cand)
         if allowed:
             for cand in await self.frontier.add(allowed):
                 self.link_filter.admitted_new(cand.url)
+                new.append(cand)
+        return new
+
+    async def _submit(self) -> None:
+        """Forms (issue #22): the planners' next submissions into the frontier, like links."""
+        while cands := self.forms.submissions():
+            self.forms.enqueued(cands, await self._enqueue(cands))
 
     def _skip(self, cand: Candidate, error: str) -> None:
         """A URL decided without a request (robots.txt): a record with no status and no order."""
         self.stats.disallowed += 1
+        if self.forms is not None:
+            self.forms.skipped(cand, error)
         self.store.record_fetch(cand, {"url": cand.url, "final_url": None, "status": None, "error": error,
                                        "fetched_at": None, "depth": cand.depth, "parent": cand.parent},
                                 counted=False)

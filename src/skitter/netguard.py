@@ -19,13 +19,15 @@ IP-literal hosts need no lookup: the fetcher checks those with
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import socket
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TypedDict
-from urllib.parse import urlsplit
+
+from .urls import URLError, origin
 
 LOOPBACK = "loopback"
 PRIVATE = "private"
@@ -141,12 +143,9 @@ def legacy_ipv4(host: str) -> str | None:
 
 def _seed_host(url: str) -> str | None:
     try:
-        host = urlsplit(url.strip()).hostname
-    except ValueError:
+        return origin(url.strip())[1].rstrip(".")
+    except URLError:
         return None
-    if not host:
-        return None
-    return host.rstrip(".").lower()
 
 
 def allowed_classes(
@@ -167,8 +166,8 @@ def allowed_classes(
     """
     out = set(PRIVATE_OK) if allow_private else {PUBLIC}
     lookup: dict[str, list[str]] = {}
-    for host, ips in (resolved or {}).items():
-        key = host.rstrip(".").lower()
+    for name, ips in (resolved or {}).items():
+        key = name.rstrip(".").lower()
         lookup[key] = [ips] if isinstance(ips, str) else list(ips)
     for url in seed_urls:
         host = _seed_host(url)
@@ -293,12 +292,9 @@ class GuardedResolver:
         An IP-literal host needs no lookup, so :meth:`resolve` is not asked: call this first.
         Host names are left to :meth:`resolve`.
         """
-        if is_ip_literal(host):
-            ip = host.strip("[]")
-        else:
-            ip = legacy_ipv4(host)
-            if ip is None:
-                return
+        ip = host.strip("[]") if is_ip_literal(host) else legacy_ipv4(host)
+        if ip is None:
+            return
         cls = address_class(ip)
         if cls not in self.allowed:
             raise GuardRefused(host, [(ip, cls)])
@@ -356,7 +352,7 @@ class GuardedResolver:
         if fut is None:
             fut = asyncio.ensure_future(self._query(key))
             self._inflight[key] = fut
-            fut.add_done_callback(lambda f, key=key: self._query_done(key, f))
+            fut.add_done_callback(functools.partial(self._query_done, key))
         # One waiter giving up (its fetch timed out) must not cancel the shared query.
         return await asyncio.shield(fut)
 

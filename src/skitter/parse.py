@@ -19,6 +19,7 @@ import codecs
 import logging
 import re
 from functools import lru_cache
+from typing import Any, TypedDict
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -190,9 +191,9 @@ def decode_body(body: bytes, content_type: str | None) -> tuple[str, str]:
                 if text is not None:
                     return text, codec
         # 3. <meta> prescan
-        m = _META_CHARSET.search(body, 0, _SNIFF_BYTES)
-        if m is not None:
-            codec = _codec(m.group(1).decode("ascii", "replace"))
+        meta = _META_CHARSET.search(body, 0, _SNIFF_BYTES)
+        if meta is not None:
+            codec = _codec(meta.group(1).decode("ascii", "replace"))
             if codec in ("utf-16-le", "utf-16-be"):
                 codec = "utf-8"  # WHATWG: a meta that could be read as ASCII is not UTF-16
             if codec is not None:
@@ -325,10 +326,14 @@ _KINDS = _build_kinds()
 
 # Without DOM mutation events (e.g. <selectedcontent> mirroring the selected <option>, which
 # would duplicate text): the tree holds what the source holds. Also a little faster.
+class _LexborKw(TypedDict, total=False):
+    options: int
+
+
 try:
     from selectolax.lexbor import LexborDocumentOptions
 
-    _LEXBOR_KW = {"options": LexborDocumentOptions.WO_EVENTS}
+    _LEXBOR_KW: _LexborKw = {"options": LexborDocumentOptions.WO_EVENTS}
 except ImportError:  # selectolax < 1.0
     _LEXBOR_KW = {}
 
@@ -386,11 +391,11 @@ def _walk_py(root, want_main: bool = False) -> _Walk:
     clen = 0  # length of "".join(out)
     pending = False  # a space is owed before the next word
     bold = italic = 0
-    cur = None  # innermost open link record
-    block = [0, -1, None]  # [start, end, enclosing block]; this one is the whole document
+    cur: list[Any] | None = None  # innermost open link record
+    block: list[Any] = [0, -1, None]  # [start, end, enclosing block]; this one is the whole document
     blocks = [block]
-    # stack entries: (child iterator, kind, record)
-    stack = [(root.iter(include_text=True), _BLOCK, block)]
+    # stack entries: (child iterator, kind, record: a block's, a link's or None)
+    stack: list[tuple[Any, int, Any]] = [(root.iter(include_text=True), _BLOCK, block)]
     push = stack.append
     while stack:
         it, kind, rec = stack[-1]
@@ -444,7 +449,7 @@ def _walk_py(root, want_main: bool = False) -> _Walk:
                 continue
             if k & _BLOCK:
                 pending = True
-                b = [clen, -1, block]
+                b: list[Any] = [clen, -1, block]
                 blocks.append(b)
                 block = b
                 if k & _HEADING:

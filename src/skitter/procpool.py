@@ -31,7 +31,8 @@ import logging
 import os
 import pickle
 import sys
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .procpool_child import HEAD as _HEAD, READY, frame, grow_pipe as _grow_pipe
 
@@ -79,7 +80,7 @@ class ProcessPool:
         self._changed: asyncio.Event | None = None
         self.deaths = 0               # children that died on their own
 
-    async def __aenter__(self) -> "ProcessPool":
+    async def __aenter__(self) -> ProcessPool:
         await self.start()
         return self
 
@@ -153,8 +154,11 @@ class ProcessPool:
             alive = [w for w in self._children if not w.dead]
             if alive:
                 break
-            self._changed.clear()
-            await self._changed.wait()  # a replacement is starting
+            changed = self._changed
+            if changed is None:
+                raise RuntimeError("the worker pool is not started")
+            changed.clear()
+            await changed.wait()  # a replacement is starting
         w = min(alive, key=lambda w: len(w.pending))
         seq = next(self._seq)
         fut = asyncio.get_running_loop().create_future()
@@ -211,6 +215,8 @@ class ProcessPool:
         # only a worker that never got as far as saying it is ready counts as failing to start: one
         # that a hostile page crashed (twice, with the retry) does not
         self._start_failures = 0 if w.ready else self._start_failures + 1
+        changed = self._changed
+        assert changed is not None   # start() made it before the first child
         try:
             if self._start_failures >= _START_FAILURES:
                 self._broken = (f"child processes end as they start (exit status {code}): "
@@ -228,7 +234,7 @@ class ProcessPool:
                 return
             self._children[self._children.index(w)] = new
         finally:
-            self._changed.set()
+            changed.set()
 
     async def close(self) -> None:
         """End every worker: each answers the calls already in its pipe, then sees end of file
@@ -240,7 +246,7 @@ class ProcessPool:
         for w in self._children:
             try:
                 await asyncio.wait_for(w.proc.wait(), _CLOSE_WAIT)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 w.proc.kill()
                 await w.proc.wait()
         for w in self._children:

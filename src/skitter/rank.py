@@ -230,8 +230,8 @@ def top_pages(directory: Path, *, by: str = "pagerank", limit: int = 20) -> list
         if by not in have:
             return []
         extra = ", ".join(c if c in have else f"NULL AS {c}" for c in ("hub", "authority"))
-        rows = db.query(f"SELECT url, title, pagerank, {extra} FROM fetches WHERE {by} IS NOT NULL"
-                        f" ORDER BY {by} DESC, fetch_order LIMIT ?", (limit,)).fetchall()
+        rows = list(db.query(f"SELECT url, title, pagerank, {extra} FROM fetches WHERE {by} IS NOT NULL"
+                             f" ORDER BY {by} DESC, fetch_order LIMIT ?", (limit,)))
         return [dict(r) for r in rows]
     finally:
         db.conn.close()

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .store.db import CrawlDB
+from .store.forms import form_summary
 
 
 def _seconds(start: str | None, end: str | None) -> float | None:
@@ -49,6 +50,7 @@ def summary(db: CrawlDB) -> dict[str, Any]:
         "pages_per_second": (fetched / span) if span else None,
         "top_hosts": q("SELECT host, count(*) FROM fetches WHERE fetch_order IS NOT NULL GROUP BY host"
                        " ORDER BY count(*) DESC LIMIT 5"),
+        "forms": form_summary(db.conn),   # --forms (issue #22); None when no form was found
     }
 
 
@@ -102,6 +104,12 @@ def render(s: dict[str, Any]):
         ("bytes", f"{s['bytes']:,}"),
         ("top hosts", ", ".join(f"{h} ({n})" for h, n in s["top_hosts"]) or "-"),
     ]
+    f = s.get("forms")
+    if f:
+        rows.append(("forms", f"{f['found']:,} found, {f['searchable']:,} searchable, {f['planned']:,} planned"
+                              f"{', ' + format(f['refused'], ',') + ' refused' if f['refused'] else ''}; "
+                              f"{f['submitted']:,} submissions fetched, {f['result_pages']:,} further result "
+                              f"pages, {f['records']:,} records reached"))
     w = s.get("watchdog")
     if w and s["state"] == "running":
         rows.append(("watchdog", f"{w['kind']} at {w['at']}: {w['message']}"))

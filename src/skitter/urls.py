@@ -362,6 +362,23 @@ def host_key(url: str) -> str:
     return href[hs:ps].lower()
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin(url: str) -> tuple[str, str, int]:
+    """``(scheme, host, port)`` of the absolute http(s) URL ``url``: lower-case, the port filled
+    in when it is the scheme's default, an IPv6 host without its brackets (RFC 9309's unit: one
+    robots.txt per origin). Raises :class:`URLError` for another scheme or no host."""
+    href, hs, he, ps, _ = _split(url)
+    scheme = "https" if href.startswith("https://") else "http" if href.startswith("http://") else ""
+    if not scheme:
+        raise URLError(f"not an http(s) URL: {_short(url)}")
+    host = href[hs:he].lower()
+    if host.startswith("["):
+        host = host[1:-1]
+    return scheme, host, int(href[he + 1:ps]) if he < ps else DEFAULT_PORTS[scheme]
+
+
 def host_of(url: str) -> str:
     """Host name of the absolute URL ``url``, without port, lower-case (IPv6 in brackets).
     Raises :class:`URLError` if there is no host."""

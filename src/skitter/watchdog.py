@@ -34,22 +34,28 @@ import sys
 import threading
 import time
 import traceback
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 log = logging.getLogger(__name__)
 
 STATUS_FILE = "watchdog.json"
 
+# what signal.signal() takes and returns: a function, SIG_DFL / SIG_IGN, or None (not set from Python)
+_Handler = Callable[[int, FrameType | None], Any] | int | None
+
 
 def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def main_thread_frames(limit: int = 4) -> str:
     """The main thread's innermost frames, innermost first: ``file:line function`` joined by ←."""
-    frame = sys._current_frames().get(threading.main_thread().ident)
+    ident = threading.main_thread().ident
+    frame = sys._current_frames().get(ident) if ident is not None else None
     if frame is None:
         return "unknown"
     stack = traceback.extract_stack(frame)[-limit:]
@@ -92,7 +98,7 @@ class Watchdog:
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, _Handler] = {}
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -176,8 +182,10 @@ class Watchdog:
             if waited >= self.force_after and not self._stop_taken and self._signals == 1:
                 self._report("forcing", f"the crawl has not taken the stop signal in {waited:.0f} s "
                                         f"(main thread in {main_thread_frames()}): interrupting it")
+                main = threading.main_thread().ident   # None only for a thread not started
                 try:
-                    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+                    if main is not None:
+                        signal.pthread_kill(main, signal.SIGINT)
                 except (OSError, ValueError):
                     pass
 

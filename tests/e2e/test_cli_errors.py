@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -81,3 +80,14 @@ def test_setting_out_of_range(tmp_path, flag, value):
                                   "--quiet"))
     assert flag in line and "at least" in line
     assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("pages,hosts", [("20", "1"), ("100", "0")])
+def test_demo_web_that_cannot_be_generated(tmp_path, pages, hosts):
+    line = one_error_line(skitter("demo", "--pages", pages, "--hosts", hosts, "-o", str(tmp_path / "d")))
+    assert line.startswith("skitter: error: --pages/--hosts:")
+    assert not (tmp_path / "d").exists()
+    res = subprocess.run([sys.executable, "-m", "skitter.demo.server", "--pages", pages, "--hosts", hosts],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.strip().splitlines()[-1].startswith("python -m skitter.demo.server: error:")

@@ -75,3 +75,13 @@ def test_command_line_flag() -> None:
         finally:
             proc.terminate()
             assert proc.wait(5) == 0
+
+
+def test_bad_hidden_config_is_a_usage_error() -> None:
+    cmd = [sys.executable, "-m", "skitter.demo.server", "--hosts", "1", "--pages", "50", "--ip-base", "127.0.0.32"]
+    for bad, says in (('{"bogus": 1}', "bogus"), ("{bad", "not JSON"), ("[1]", "not a JSON object"),
+                      ('{"records": 0}', "records must be >= 1")):
+        res = subprocess.run(cmd + ["--hidden", bad], capture_output=True, text=True, timeout=30)
+        assert res.returncode == 2 and "Traceback" not in res.stderr
+        last = res.stderr.splitlines()[-1]
+        assert "error: --hidden: " in last and says in last

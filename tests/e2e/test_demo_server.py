@@ -100,7 +100,8 @@ def test_serves_the_demo_web(tmp_path) -> None:
     records = read_access_log(log)
     assert len(records) == len(reqs) + 1
     for (method, url, _), (status, _, _), rec in zip(reqs, results, records):
-        assert set(rec) == {"t0", "t1", "host", "path", "status", "ua"}
+        assert set(rec) == {"t0", "t1", "host", "method", "path", "status", "ua"}
+        assert rec["method"] == method
         assert f"http://{rec['host']}{rec['path']}" == url
         assert rec["status"] == status and rec["ua"] == UA
         assert t_start - 1 <= rec["t0"] <= rec["t1"] <= t_end + 1

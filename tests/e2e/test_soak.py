@@ -17,7 +17,6 @@ import random
 import subprocess
 import sys
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 

@@ -25,7 +25,7 @@ playwright_sync = pytest.importorskip("playwright.sync_api")
 from skitter.eval.crawl import BUDGETS  # noqa: E402
 from skitter.eval.files import evaluate_crawl, load_labels  # noqa: E402
 
-from sites import CHROMIUM_ARGS, Served, free_port  # noqa: E402
+from sites import CHROMIUM_ARGS, Served  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

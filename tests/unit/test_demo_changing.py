@@ -273,7 +273,7 @@ def _links(url: str, body: bytes) -> list[str]:
 
 def test_sitemaps_give_lastmod_changefreq_and_an_index_with_a_gzip_child(web: DemoWeb) -> None:
     now = S + 120
-    for g, base in enumerate(web.base_urls):
+    for base in web.base_urls:
         sm = parse_sitemap(get(web, base + "/sitemap.xml", now=now).body, base + "/sitemap.xml")
         assert sm.error is None and sm.kind == "urlset"
         policy = web.last_modified_policy(base + "/")

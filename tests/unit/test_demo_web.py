@@ -190,7 +190,7 @@ def test_redirects(web: DemoWeb) -> None:
 def test_robots_ground_truth_matches_robots_txt(web: DemoWeb, pages: list[str],
                                                 reach6: dict[str, int]) -> None:
     sample = pages[::7] + [u for u in reach6 if web.kind(u) in ("private", "no-skitter")]
-    for g, base in enumerate(BASES):
+    for base in BASES:
         r = web.respond(base, "/robots.txt")
         rp = urllib.robotparser.RobotFileParser(base + "/robots.txt")
         if r.status == 404:

@@ -254,7 +254,7 @@ def test_url_shapes_of_real_sites(web: WildWeb, everything: dict[str, int]) -> N
                          "protocol-relative": b'href="//', "upper-case scheme": b'href="HTTP://',
                          "whitespace": b'href=" ', "base href": b"<base href=", "mailto": b"mailto:",
                          "javascript": b"javascript:", "tel": b"tel:", "escaped &": b"&amp;",
-                         "lower-case escape": b"%c", "raw non-ASCII": "href=\"/wiki/".encode(),
+                         "lower-case escape": b"%c", "raw non-ASCII": b"href=\"/wiki/",
                          "nofollow": b'rel="nofollow'}.items():
         assert needle in html, name
     assert re.search(rb'href="[^"]*%[46][0-9A-F][^"]*"', html), "an escaped unreserved letter"

@@ -24,7 +24,7 @@ from skitter.frontier.local import LocalFrontier
 from skitter.frontier.politeness import Politeness
 from skitter.models import Candidate, Outcome
 from skitter.store.db import CrawlDB
-from skitter.urls import fingerprint, host_key
+from skitter.urls import host_key
 from skitter.testing import FakeClock
 
 BLOCKED = object()

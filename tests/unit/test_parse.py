@@ -619,7 +619,7 @@ class TestLinkAttributes:
         assert page.links[0].context == ""
 
     def test_context_with_long_words(self):
-        long_words = " ".join(("w%d" % i) * 30 for i in range(12))
+        long_words = " ".join(f"w{i}" * 30 for i in range(12))
         page = parse(f'<p>{long_words} <a href="/x">x</a> tail</p>')
         ctx = page.links[0].context.split()
         assert len(ctx) == 11 and ctx[-1] == "tail"

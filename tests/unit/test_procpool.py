@@ -44,6 +44,11 @@ def test_an_exception_in_the_call_is_raised_in_the_caller() -> None:
     assert run(go()) == 5
 
 
+def test_a_call_to_a_pool_not_started_fails_at_once() -> None:
+    with pytest.raises(RuntimeError, match="not started"):
+        run(ProcessPool(1).submit(os.getpid))
+
+
 def test_a_dead_worker_fails_its_calls_and_is_replaced() -> None:
     async def go():
         async with ProcessPool(1) as pool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gzip
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, UTC
 from xml.sax.saxutils import escape
 
 from hypothesis import given, settings
@@ -45,7 +45,7 @@ _queries = st.one_of(st.just(""), st.lists(st.tuples(st.text("abc", min_size=1, 
                                            min_size=1, max_size=3)
                      .map(lambda kv: "?" + "&".join(f"{k}={v}" for k, v in kv)))
 _times = st.datetimes(min_value=datetime(1990, 1, 1), max_value=datetime(2090, 1, 1),
-                      timezones=st.just(timezone.utc)).map(lambda d: d.replace(microsecond=0))
+                      timezones=st.just(UTC)).map(lambda d: d.replace(microsecond=0))
 _offsets = st.integers(min_value=-12 * 60, max_value=14 * 60).map(lambda m: timedelta(minutes=m))
 
 
@@ -127,9 +127,9 @@ def test_invalid_values_are_none() -> None:
 
 
 def test_w3c_datetime_forms() -> None:
-    base = datetime(1997, 7, 16, tzinfo=timezone.utc).timestamp()
-    assert parse_w3c_datetime("1997") == datetime(1997, 1, 1, tzinfo=timezone.utc).timestamp()
-    assert parse_w3c_datetime("1997-07") == datetime(1997, 7, 1, tzinfo=timezone.utc).timestamp()
+    base = datetime(1997, 7, 16, tzinfo=UTC).timestamp()
+    assert parse_w3c_datetime("1997") == datetime(1997, 1, 1, tzinfo=UTC).timestamp()
+    assert parse_w3c_datetime("1997-07") == datetime(1997, 7, 1, tzinfo=UTC).timestamp()
     assert parse_w3c_datetime("1997-07-16") == base
     assert parse_w3c_datetime("1997-07-16T19:20+01:00") == base + 18 * 3600 + 20 * 60
     assert parse_w3c_datetime("1997-07-16T19:20:30+01:00") == base + 18 * 3600 + 20 * 60 + 30
@@ -150,7 +150,7 @@ def test_feeds() -> None:
     r = parse_sitemap(rss, "http://example.org/feed.xml")
     assert r.kind == "rss" and r.rejected == 1
     assert [(e.loc, e.lastmod) for e in r.entries] == [
-        ("http://example.org/p/1", datetime(2021, 9, 6, 14, 45, tzinfo=timezone.utc).timestamp()),
+        ("http://example.org/p/1", datetime(2021, 9, 6, 14, 45, tzinfo=UTC).timestamp()),
         ("http://example.org/p/2", None)]
     atom = (b'<feed xmlns="http://www.w3.org/2005/Atom"><updated>2020-01-01T00:00:00Z</updated>'
             b'<entry><link rel="edit" href="http://example.org/edit/1"/><link href="http://example.org/e/1"/>'
@@ -159,8 +159,8 @@ def test_feeds() -> None:
     a = parse_sitemap(atom, "http://example.org/feed.atom")
     assert a.kind == "atom"
     assert [(e.loc, e.lastmod) for e in a.entries] == [
-        ("http://example.org/e/1", datetime(2019, 1, 1, tzinfo=timezone.utc).timestamp()),
-        ("http://example.org/e/2", datetime(2021, 1, 1, tzinfo=timezone.utc).timestamp())]
+        ("http://example.org/e/1", datetime(2019, 1, 1, tzinfo=UTC).timestamp()),
+        ("http://example.org/e/2", datetime(2021, 1, 1, tzinfo=UTC).timestamp())]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from skitter.urls import (
     host_key,
     host_of,
     in_scope,
+    origin,
     path_depth_and_repeats,
     registrable_domain,
     resolve,
@@ -601,3 +602,26 @@ def test_host_functions_agree_with_canonical_form(url: str) -> None:
     assert canonical.split("/")[2] == key
     depth, repeats = path_depth_and_repeats(canonical)
     assert 0 <= repeats <= depth
+
+
+@given(urls)
+def test_origin_agrees_with_ada(url: str) -> None:
+    """The robots.txt origin (scheme, host, port) of any http(s) URL equals what ada-url's
+    attribute getters say, with the default port filled in and IPv6 brackets removed."""
+    import ada_url
+
+    try:
+        parsed = ada_url.URL(url)
+    except ValueError:
+        with pytest.raises(URLError):
+            origin(url)
+        return
+    scheme = parsed.protocol[:-1]
+    port = int(parsed.port) if parsed.port else {"http": 80, "https": 443}[scheme]
+    assert origin(url) == (scheme, parsed.hostname.strip("[]"), port)
+
+
+@pytest.mark.parametrize("url", ["ws://example.com/", "ftp://example.com/x", "/relative"])
+def test_origin_is_for_http_only(url: str) -> None:
+    with pytest.raises(URLError):
+        origin(url)

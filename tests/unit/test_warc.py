@@ -13,7 +13,7 @@ import sys
 import textwrap
 import time
 import zlib
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import pytest
@@ -119,7 +119,7 @@ def test_records_readable_by_warcio(tmp_path: Path) -> None:
             assert h.protocol == "WARC/1.1"
             assert h.get_header("WARC-Target-URI") == result.url
             assert h.get_header("WARC-IP-Address") == "192.0.2.7"
-            expected_date = datetime.fromtimestamp(result.started, timezone.utc)
+            expected_date = datetime.fromtimestamp(result.started, UTC)
             assert h.get_header("WARC-Date") == expected_date.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         assert req_h.get_header("WARC-Concurrent-To") == resp_h.get_header("WARC-Record-ID")
         assert resp_h.get_header("WARC-Concurrent-To") == req_h.get_header("WARC-Record-ID")
@@ -130,7 +130,7 @@ def test_records_readable_by_warcio(tmp_path: Path) -> None:
         assert payload == result.raw_body
         # HTTP headers as parsed by warcio
         request_line = f"{req_http.protocol} {req_http.statusline}"
-        assert request_line == "GET /dir/page%d.html?x=%d&y=2 HTTP/1.1" % (k, k)
+        assert request_line == f"GET /dir/page{k}.html?x={k}&y=2 HTTP/1.1"
         assert req_http.get_header("Host") == "example.com"
         assert req_http.get_header("User-Agent") == "skitter-test/1"
         assert resp_http.get_statuscode() == str(result.status)

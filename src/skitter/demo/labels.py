@@ -22,7 +22,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..demo.web import DemoConfig, DemoWeb
 from ..rank import edges_to_csr, pagerank

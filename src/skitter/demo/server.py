@@ -17,8 +17,8 @@ wall-clock time its pages' versions count from (``--start-epoch``, or the time i
 that ``DemoWeb(config, base_urls, start_epoch=...)`` reproduces its ground truth in-process.
 
 Access log (``--access-log``): one JSON line per request, written and flushed when the response
-has been written: ``{"t0", "t1", "host": "127.0.0.3:P", "path", "status", "ua"}`` (t0/t1 are
-time.time() at request start and response end; ``path`` includes the query).
+has been written: ``{"t0", "t1", "host": "127.0.0.3:P", "method", "path", "status", "ua"}``
+(t0/t1 are time.time() at request start and response end; ``path`` includes the query).
 
 ``--hidden`` adds one host after the others (127.0.0.10 by default) serving the hidden site of
 ``hidden.py`` (a search-form-only catalogue), configured by an optional JSON object of
@@ -61,10 +61,7 @@ __all__ = ["DemoServer", "read_access_log", "main"]
 async def _serve(args: argparse.Namespace) -> None:
     from aiohttp import web as aioweb
 
-    config = DemoConfig(seed=args.seed, hosts=args.hosts, pages=args.pages,
-                        page_kb=tuple(args.page_kb), topics=args.topics,
-                        cross_host_links=args.cross_host_links, popular_links=args.popular_links,
-                        crawl_delay=args.crawl_delay, changing=_change_config(args))
+    config = _config(args)
     start_epoch = args.start_epoch if args.start_epoch is not None else time.time()
     ips = addresses(args.ip_base, args.hosts + (1 if args.hidden is not None else 0))
     latency = max(0.0, args.latency_ms) / 1000.0
@@ -76,7 +73,7 @@ async def _serve(args: argparse.Namespace) -> None:
         if args.hidden is not None:   # the last address is the hidden site's
             hidden_url = urls.pop()
             info.update(hidden_url=hidden_url, base_urls=urls)
-            hidden = HiddenSite(HiddenConfig(**json.loads(args.hidden)), hidden_url)
+            hidden = HiddenSite(args.hidden_config, hidden_url)
         if config.changing is not None:
             info["start_epoch"] = start_epoch
         web = DemoWeb(config, urls, start_epoch=start_epoch)
@@ -122,6 +119,19 @@ class _Flaky:
         if bucket / 2**32 >= self.share:
             return None
         return 503 if g % 2 == 0 else 429
+
+
+def _config(args: argparse.Namespace) -> DemoConfig:
+    return DemoConfig(seed=args.seed, hosts=args.hosts, pages=args.pages, page_kb=tuple(args.page_kb),
+                      topics=args.topics, cross_host_links=args.cross_host_links,
+                      popular_links=args.popular_links, crawl_delay=args.crawl_delay,
+                      changing=_change_config(args))
+
+
+def check_config(config: DemoConfig) -> None:
+    """ValueError (one line) for a demo web that cannot be generated, e.g. too few pages for its
+    hosts and topics: the generator is cheap (0.3 s for 20,000 pages), so build it once to see."""
+    DemoWeb(config, [f"http://127.0.0.1:{i + 1}" for i in range(config.hosts)])
 
 
 def _change_config(args: argparse.Namespace) -> ChangeConfig | None:
@@ -180,10 +190,26 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "HiddenConfig fields as a JSON object")
     args = p.parse_args(argv)
     try:
-        _change_config(args)
+        check_config(_config(args))
     except ValueError as exc:
         p.error(str(exc))
+    if args.hidden is not None:
+        args.hidden_config = _hidden_config(p, args.hidden)
     return args
+
+
+def _hidden_config(p: argparse.ArgumentParser, text: str) -> HiddenConfig:
+    """``--hidden``'s JSON object of HiddenConfig fields, or a one-line usage error."""
+    try:
+        fields = json.loads(text)
+        if not isinstance(fields, dict):
+            raise ValueError("not a JSON object")
+        return HiddenConfig(**fields)
+    except json.JSONDecodeError as exc:
+        p.error(f"--hidden: not JSON: {exc.msg}")
+    except (TypeError, ValueError) as exc:
+        p.error(f"--hidden: {exc}")
+    raise AssertionError("unreachable")
 
 
 def main(argv: list[str] | None = None) -> None:

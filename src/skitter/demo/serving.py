@@ -7,7 +7,8 @@ becomes a response; everything else lives here, once:
   (``bind_all``), one aiohttp low-level server on all of them (``serve``), the host chosen by the
   local address a request arrived on (not by its Host header), the ONE JSON startup line
   ``{"port": P, "base_urls": [...]}``, the access log (one JSON line per request, written and
-  flushed when the response has been written: ``{"t0", "t1", "host", "path", "status", "ua"}``),
+  flushed when the response has been written: ``{"t0", "t1", "host", "method", "path", "status",
+  "ua"}``),
   and the ways it ends: SIGTERM/SIGINT, its parent dying (polled) and EOF on stdin;
 * the parent side: ``ServerProcess`` runs such a subprocess as a context manager, reads the
   startup line and never leaves the process behind (a finaliser stops it if the object is dropped
@@ -31,7 +32,8 @@ import time
 import traceback
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Self
+from typing import TYPE_CHECKING, Any, Self
+from collections.abc import Awaitable, Callable, Coroutine
 
 if TYPE_CHECKING:
     from aiohttp import web as aioweb
@@ -110,7 +112,7 @@ async def serve(ips: list[str], port: int, setup: Setup, *, access_log: Path | N
     itself, e.g. ``curl --resolve``)."""
     from aiohttp import web as aioweb
 
-    log = open(access_log, "a", encoding="utf-8") if access_log else None
+    log = open(access_log, "a", encoding="utf-8") if access_log else None  # noqa: ASYNC230 - once, before serving
     state: dict[str, Any] = {}
 
     async def handler(request: aioweb.BaseRequest) -> aioweb.StreamResponse:
@@ -140,7 +142,7 @@ async def serve(ips: list[str], port: int, setup: Setup, *, access_log: Path | N
         finally:
             if log is not None:
                 log.write(json.dumps({"t0": t0, "t1": time.time(), "host": f"{local_ip}:{state['port']}",
-                                      "path": path, "status": resp.status,
+                                      "method": request.method, "path": path, "status": resp.status,
                                       "ua": request.headers.get("User-Agent", "")}) + "\n")
                 log.flush()
         return resp
@@ -193,22 +195,22 @@ async def serve(ips: list[str], port: int, setup: Setup, *, access_log: Path | N
             t.cancel()
         try:
             await asyncio.wait_for(runner.cleanup(), 2.0)
-        except (asyncio.TimeoutError, Exception):
+        except (TimeoutError, Exception):
             pass
         if log is not None:
             log.close()
 
 
-def run_main(serve_coro: Awaitable[None]) -> None:
+def run_main(serve_coro: Coroutine[Any, Any, None]) -> None:
     """Run a server coroutine on uvloop if there is one, then exit at once (``os._exit``): the
     stdin watcher thread may still sit in read(), and nothing should wait for it."""
     try:
-        import uvloop  # type: ignore[import-not-found]
+        import uvloop
         uvloop.install()
     except ImportError:
         pass
     try:
-        asyncio.run(serve_coro)  # type: ignore[arg-type]
+        asyncio.run(serve_coro)
     except KeyboardInterrupt:
         pass
     sys.stdout.flush()
@@ -221,7 +223,7 @@ def run_main(serve_coro: Awaitable[None]) -> None:
 
 def read_access_log(path: Path | str) -> list[dict]:
     """The access log's records (complete lines only)."""
-    out = []
+    out: list[dict] = []
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:

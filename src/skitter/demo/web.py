@@ -105,10 +105,10 @@ import sys
 from array import array
 from collections import deque
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from .changing import ChangeConfig, ChangeModel, changefreq
@@ -436,7 +436,7 @@ class _Links:
 class _Host:
     """The small per-host tables: article count, topic permutation, the special pages."""
 
-    def __init__(self, web: "DemoWeb", g: int, budget: int) -> None:
+    def __init__(self, web: DemoWeb, g: int, budget: int) -> None:
         cfg = web.config
         n_hosts, T = cfg.hosts, cfg.topics
         self.T = T
@@ -707,7 +707,7 @@ class DemoWeb:
         paras = [p for p in re.findall(r"<p>.*?</p>", body) if "<a " not in p]
         return max(paras, key=len) if paras else None
 
-    def _mirrored(self, h: "_Host", n: int) -> bool:
+    def _mirrored(self, h: _Host, n: int) -> bool:
         if h.mirror_of is None:
             return False
         m = h.rank(n)
@@ -740,7 +740,11 @@ class DemoWeb:
     def _url(self, g: int, path: str) -> str:
         return self.base_urls[g] + path
 
-    def _classify(self, g: int, path_qs: str) -> tuple[str, object]:
+    def _classify(self, g: int, path_qs: str) -> tuple[str, Any]:
+        """(kind, ident): the ident's shape depends on the kind: an article number (page), (topic,
+        listing page) (category), (what, number) (duplicate, private, binary, notfound), ("shop",
+        sid) or ("calendar", year, month) (trap), ("chain", n), ("loop", "a"/"b"), ("away", 0)
+        (redirect), ("no-skitter", "welcome"), or None."""
         h = self.hosts[g]
         path, _, query = path_qs.partition("?")
         if query or "?" in path_qs:
@@ -839,11 +843,11 @@ class DemoWeb:
         g, path = s
         kind, ident = self._classify(g, path)
         if kind == "page":
-            return self.hosts[g].topic_index(ident)[0]  # type: ignore[arg-type]
+            return self.hosts[g].topic_index(ident)[0]
         if kind == "duplicate":
-            return self.hosts[g].topic_index(self.hosts[g].copies[ident[1]])[0]  # type: ignore
+            return self.hosts[g].topic_index(self.hosts[g].copies[ident[1]])[0]
         if kind == "category":
-            return ident[0]  # type: ignore[index]
+            return ident[0]
         if kind in ("private", "no-skitter", "about", "noindex", "nofollow", "xrobots", "cp1252",
                     "gzip"):
             return self._special_topic(g, path)
@@ -856,7 +860,7 @@ class DemoWeb:
         g, path = s
         kind, ident = self._classify(g, path)
         if kind == "duplicate":
-            return self._url(g, f"/a/{self.hosts[g].copies[ident[1]]}.html")  # type: ignore
+            return self._url(g, f"/a/{self.hosts[g].copies[ident[1]]}.html")
         return None
 
     def duplicate_group(self, url: str) -> list[str]:
@@ -869,9 +873,9 @@ class DemoWeb:
         kind, ident = self._classify(g, path)
         h = self.hosts[g]
         if kind == "duplicate":
-            n = h.copies[ident[1]]  # type: ignore[index]
+            n = h.copies[ident[1]]
         elif kind == "page":
-            n = ident  # type: ignore[assignment]
+            n = ident
         else:
             return []
         return [self._url(g, f"/a/{n}.html")] + [self._url(g, f"/copy/{j}.html")
@@ -905,7 +909,7 @@ class DemoWeb:
             return []
         kind, ident = self._classify(*s)
         if kind == "duplicate":
-            url = self._url(s[0], f"/a/{self.hosts[s[0]].copies[ident[1]]}.html")  # type: ignore
+            url = self._url(s[0], f"/a/{self.hosts[s[0]].copies[ident[1]]}.html")
         elif kind != "page":
             return []
         return list(self._families().get(url, [url]))
@@ -969,7 +973,7 @@ class DemoWeb:
         if kind != "redirect":
             return None
         h = self.hosts[g]
-        what, x = ident  # type: ignore[misc]
+        what, x = ident
         if what == "old":
             p = f"/a/{h.old[x]}.html"
             return 301, self._url(g, p), p
@@ -1181,7 +1185,9 @@ class DemoWeb:
                 lists.append(("Around the web", around))
             return _Links(nav=[home], lists=lists)
         if kind == "category":
-            t, k = ident  # type: ignore[misc]
+            t: int
+            k: int
+            t, k = ident  # (topic, listing page)
             nav = [home]
             if k:
                 nav.append(self._local(g, self._listing_path(t, 0), self.topic_names[t].capitalize()))
@@ -1196,9 +1202,9 @@ class DemoWeb:
                 lists.append(("More", subs))
             return _Links(nav=nav, lists=lists)
         if kind == "page":
-            return self._page_links_cache(g, ident)  # type: ignore[arg-type]
+            return self._page_links_cache(g, ident)
         if kind == "duplicate":
-            return self._page_links_cache(g, h.copies[ident[1]])  # type: ignore[index]
+            return self._page_links_cache(g, h.copies[ident[1]])
         if kind in ("private", "no-skitter", "about") or kind in SINGLES:
             rng = random.Random(f"{seed}:slinks:{g}:{path}")
             topic = self._special_topic(g, path)
@@ -1212,8 +1218,8 @@ class DemoWeb:
             inline.sort(key=lambda l: l.u)
             return _Links(nav=[home], inline=inline, all_nofollow=kind in ("nofollow", "xrobots"))
         if kind == "trap":
-            if ident[0] == "calendar":  # type: ignore[index]
-                _, y, mo = ident  # type: ignore[misc]
+            if ident[0] == "calendar":
+                _, y, mo = ident  # ("calendar", year, month)
                 rng = random.Random(f"{seed}:cal:{g}:{y}:{mo}")
                 nav = []
                 if (y, mo) > (1, 1):
@@ -1223,7 +1229,7 @@ class DemoWeb:
                 nav.append(self._local(g, f"/calendar/{ny:04d}/{nm:02d}/", "Next month"))
                 events = [self._art(g, g, rng.randrange(h.N)) for _ in range(3)]
                 return _Links(nav=[home] + nav, lists=[("Events", events)])
-            sid = ident[1]  # type: ignore[index]
+            sid = ident[1]
             nxt = hashlib.blake2b(f"{seed}:{g}:{sid}".encode(), digest_size=8).hexdigest()
             rng = random.Random(f"{seed}:shop:{g}:{sid}")
             items = [self._art(g, g, rng.randrange(h.N)) for _ in range(3)]
@@ -1273,7 +1279,8 @@ class DemoWeb:
                 n2 = h.article(t2, i2 % cnt) if cnt else int(m.group(1)) % h.N
                 path, ref = f"/a/{n2}.html", (g, n2)
             elif kind == "category":
-                t2, k2 = ident  # type: ignore[misc]
+                k2: int
+                t2, k2 = ident  # (topic, listing page)
                 path = self._listing_path(t2, k2 if k2 < h.listing_counts[t2] else 0)
             elif m2 and limits[m2.group(1)]:
                 what, j = m2.group(1), int(m2.group(2)) % limits[m2.group(1)]
@@ -1324,7 +1331,7 @@ class DemoWeb:
         total = rng.randint(5, 30)
         n_content = max(0, total - len(nav) - len(forced))
         inline: list[_Link] = []
-        seen = {(g, n)}
+        seen: set[tuple[int, int | str]] = {(g, n)}   # articles (g, n) and special pages (g, path)
         attempts = 0
         # the links to popular articles have a stream of their own (the other links stay as they are)
         prng = random.Random(f"{cfg.seed}:popular:{g}:{n}")
@@ -1528,13 +1535,38 @@ class DemoWeb:
                    charset_meta: str | None = "utf-8", lang: str = "en",
                    extra_phrases: list[str] | None = None, description: str | None = None,
                    h1: str | None = None, text_budget: int | None = None,
-                   budget_only: bool = False,
                    variant: tuple[str | None, tuple[int, int]] | None = None,
                    note: str | None = None, quote: str | None = None) -> str:
-        """One HTML page. Near-duplicates: ``budget_only`` returns the text budget (an int) instead
-        of the page, ``text_budget`` imposes one (the original's, so the text is the same),
-        ``variant`` (type, key) edits the text or, for "boilerplate", changes the chrome, ``note``
-        is a last paragraph of the article, ``quote`` a paragraph quoted in the middle of the text."""
+        """One HTML page. Near-duplicates: ``text_budget`` imposes a text budget (the original's,
+        from :meth:`_text_budget`, so the text is the same), ``variant`` (type, key) edits the text
+        or, for "boilerplate", changes the chrome, ``note`` is a last paragraph of the article,
+        ``quote`` a paragraph quoted in the middle of the text."""
+        head_s, lists_s, tail_s, budget = self._page_frame(
+            g=g, rng=rng, title=title, topic=topic, links=links, canonical=canonical,
+            meta_robots=meta_robots, charset_meta=charset_meta, lang=lang, description=description,
+            h1=h1, variant=variant, note=note)
+        if text_budget is not None:
+            budget = text_budget
+        # the text budget is in characters; tags add ~3 %, the paragraph wrapper ~2 %
+        text = self._body_text(rng, topic, int(budget * 0.96), links.inline, extra_phrases,
+                               variant=variant, quote=quote)
+        return "\n".join([head_s, text, lists_s, tail_s])
+
+    def _text_budget(self, *, g: int, rng: random.Random, title: str, topic: int | None,
+                     links: _Links, canonical: str | None = None) -> int:
+        """The text budget :meth:`_page_html` gives the page of these arguments (a near-duplicate
+        takes its original's)."""
+        return self._page_frame(g=g, rng=rng, title=title, topic=topic, links=links,
+                                canonical=canonical)[3]
+
+    def _page_frame(self, *, g: int, rng: random.Random, title: str, topic: int | None,
+                    links: _Links, canonical: str | None = None, meta_robots: str | None = None,
+                    charset_meta: str | None = "utf-8", lang: str = "en",
+                    description: str | None = None, h1: str | None = None,
+                    variant: tuple[str | None, tuple[int, int]] | None = None,
+                    note: str | None = None) -> tuple[str, str, str, int]:
+        """A page's HTML around its text, (head, lists, tail), and its text budget in characters
+        (what is left of its target size); draws from ``rng`` what the page draws before its text."""
         h = self.hosts[g]
         tw = self._topic_words[topic] if topic is not None else _COMMON
         pool = self._pools[topic] if topic is not None else self._common_pool
@@ -1603,13 +1635,7 @@ class DemoWeb:
         head_s, lists_s, tail_s = "\n".join(head), "\n".join(lists), "\n".join(tail)
         inline_len = sum(len(self._link_html(l)) + 1 for l in links.inline)
         skeleton = len(head_s) + len(lists_s) + len(tail_s) + 4
-        budget = target - skeleton - inline_len if text_budget is None else text_budget
-        if budget_only:
-            return budget  # type: ignore[return-value]
-        # the text budget is in characters; tags add ~3 %, the paragraph wrapper ~2 %
-        text = self._body_text(rng, topic, int(budget * 0.96), links.inline, extra_phrases,
-                               variant=variant, quote=quote)
-        return "\n".join([head_s, text, lists_s, tail_s])
+        return head_s, lists_s, tail_s, target - skeleton - inline_len
 
     # ------------------------------------------------------------------ responses
 
@@ -1646,27 +1672,30 @@ class DemoWeb:
         if kind == "notfound":
             return _not_found()
         if kind == "redirect":
-            status, _, location = self._redirect(g, path_qs)  # type: ignore[misc]
+            redirect = self._redirect(g, path_qs)
+            assert redirect is not None   # the kind says so
+            status, _, location = redirect
             reason = "Moved Permanently" if status == 301 else "Found"
             body = (f"<!DOCTYPE html>\n<html><head><title>{status} {reason}</title></head>"
                     f"<body><h1>{reason}</h1></body></html>\n").encode()
             return Response(status, [("Content-Type", _HTML), ("Location", location)], body)
         if kind == "robots":
-            return Response(200, [("Content-Type", "text/plain; charset=utf-8")],
-                            self.robots_txt(g).encode())  # type: ignore[union-attr]
+            robots = self.robots_txt(g)
+            assert robots is not None   # the kind says so (the host has a robots.txt)
+            return Response(200, [("Content-Type", "text/plain; charset=utf-8")], robots.encode())
         if kind == "sitemap":
             # the home page and the articles, up to the protocol's limit of 50,000 URLs
             urls = [f"{h.base}/"] + [f"{h.base}/a/{n}.html" for n in range(min(h.N, 49_999))]
-            body = ('<?xml version="1.0" encoding="UTF-8"?>\n'
-                    '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
-                    + "".join(f"<url><loc>{u}</loc></url>\n" for u in urls) + "</urlset>\n")
-            return Response(200, [("Content-Type", "application/xml; charset=utf-8")], body.encode())
+            xml = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+                   '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+                   + "".join(f"<url><loc>{u}</loc></url>\n" for u in urls) + "</urlset>\n")
+            return Response(200, [("Content-Type", "application/xml; charset=utf-8")], xml.encode())
 
         headers: list[tuple[str, str]] = []
         ctype = _HTML
         lm_key = f"{g}:{path_qs}"
         if kind == "binary":
-            rng = random.Random(f"{seed}:pdf:{g}:{ident[1]}")  # type: ignore[index]
+            rng = random.Random(f"{seed}:pdf:{g}:{ident[1]}")
             size = rng.randint(2048, 6144)
             body = (b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\nstream\n"
                     + rng.randbytes(size) + b"\nendstream\n%%EOF\n")
@@ -1674,15 +1703,17 @@ class DemoWeb:
         elif kind == "trap":
             links = self._links(g, path_qs)
             assert links is not None
-            if ident[0] == "calendar":  # type: ignore[index]
-                _, y, mo = ident  # type: ignore[misc]
+            if ident[0] == "calendar":
+                y: int
+                mo: int
+                _, y, mo = ident  # ("calendar", year, month)
                 title = f"Events in {_MONTHS[mo - 1]} {y:04d}"
             else:
                 title = "Shop"
             body = self._small_page(h, title, links).encode()
             return Response(200, [("Content-Type", _HTML)], body)
         elif kind in ("page", "duplicate"):
-            n = ident if kind == "page" else h.copies[ident[1]]  # type: ignore[index]
+            n = ident if kind == "page" else h.copies[ident[1]]
             lm_key = f"{g}:/a/{n}.html"
             body = self._changeable_html(g, kind, ident, path_qs).encode()
         elif kind in ("home", "category"):
@@ -1731,13 +1762,13 @@ class DemoWeb:
                 pass
         return Response(200, headers, body)
 
-    def _changeable_html(self, g: int, kind: str, ident: object, path_qs: str) -> str:
+    def _changeable_html(self, g: int, kind: str, ident: Any, path_qs: str) -> str:
         """The HTML of an article, a copy of one, a home page or a listing: the kinds of page that
         change in the changing mode (this is their version 0)."""
         h = self.hosts[g]
         if kind in ("page", "duplicate"):
-            n = ident if kind == "page" else h.copies[ident[1]]  # type: ignore[index]
-            return self._article_html(g, n)  # type: ignore[arg-type]
+            n = ident if kind == "page" else h.copies[ident[1]]
+            return self._article_html(g, n)
         if kind == "home":
             rng = random.Random(f"{self.config.seed}:hometext:{g}")
             links = self._links(g, "/")
@@ -1747,7 +1778,9 @@ class DemoWeb:
             return self._page_html(g=g, rng=rng, title="Home", topic=None, links=links,
                                    canonical=h.base + "/", h1=f"Welcome to {h.name}",
                                    description=desc)
-        t, k = ident  # type: ignore[misc]
+        t: int
+        k: int
+        t, k = ident  # (topic, listing page)
         rng = random.Random(f"{self.config.seed}:cattext:{g}:{t}:{k}")
         links = self._links(g, path_qs)
         assert links is not None
@@ -1778,9 +1811,8 @@ class DemoWeb:
         hb = self.hosts[gb]
         t, _ = hb.topic_index(nb)
         key = f"{self.config.seed}:text:{gb}:{nb}"
-        budget = self._page_html(g=gb, rng=random.Random(key), title=self._title(gb, nb), topic=t,
-                                 links=self._base_links(gb, nb), canonical=f"{hb.base}/a/{nb}.html",
-                                 budget_only=True)
+        budget = self._text_budget(g=gb, rng=random.Random(key), title=self._title(gb, nb), topic=t,
+                                   links=self._base_links(gb, nb), canonical=f"{hb.base}/a/{nb}.html")
         return self._page_html(g=g, rng=random.Random(key), title=self._title(g, n), topic=t,
                                links=self._article_links(g, n), canonical=f"{h.base}/a/{n}.html",
                                text_budget=budget, variant=(vtype, vkey), quote=qt[2] if qt else None,
@@ -1866,7 +1898,7 @@ class DemoWeb:
         if kind in ("home", "category"):
             return _Live(f"{g}:{path}", g, kind == "home", None)
         if kind in ("page", "duplicate"):
-            n = ident if kind == "page" else h.copies[ident[1]]  # type: ignore[index]
+            n = ident if kind == "page" else h.copies[ident[1]]
             return _Live(f"{g}:/a/{n}.html", g, False, None)
         m = _RE_ART.fullmatch(path)
         if m is None or int(m.group(1)) < h.N:
@@ -1919,7 +1951,7 @@ class DemoWeb:
             return None
         return now if policy == "now" else self._live_last(lv, now)[0]
 
-    def _respond_changing(self, g: int, path: str, kind: str, ident: object, now: float,
+    def _respond_changing(self, g: int, path: str, kind: str, ident: Any, now: float,
                           if_none_match: str | None, if_modified_since: str | None) -> Response | None:
         """The changing web's response, or None where it is the static web's (binaries, special
         pages, redirects, traps, robots.txt, 404s)."""
@@ -1991,7 +2023,7 @@ class DemoWeb:
             return page.replace("</header>\n", f'</header>\n<aside class="ad">Sponsored: {ad} '
                                 f"Offer code {token[:8].upper()}.</aside>\n", 1)
         if kind == 1:
-            served = datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="microseconds")
+            served = datetime.fromtimestamp(now, UTC).isoformat(timespec="microseconds")
             return page.replace("</footer>", f"<p>Served at {served} by edge {token[:6]}.</p></footer>", 1)
         a = page.index("<nav")
         b = page.index("</nav>", a)
@@ -2261,7 +2293,7 @@ def _not_modified(etag: str, lm_time: float | None, if_none_match: str | None,
 
 
 def _w3c(t: float) -> str:
-    return datetime.fromtimestamp(int(t), timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    return datetime.fromtimestamp(int(t), UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
 
 
 def _robots_match(pattern: str, path: str) -> bool:

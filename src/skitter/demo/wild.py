@@ -814,7 +814,7 @@ class WildWeb:
             for _ in range(max(1, h.n // 150)):
                 self._chain(h, rng, rng.randint(1, 4), h.docs[rng.choice(h.contents)].pq)
         one = lambda: self.hosts[rng.choice(eligible)]   # noqa: E731 - a host for a one-off
-        for k in range(2):
+        for _ in range(2):
             h = one()
             pq = f"/archive/{self._token(rng)}.html"
             h.routes[pq] = _Res("gone", status=410)
@@ -1002,7 +1002,7 @@ class WildWeb:
         if res is not None:
             return res
         path, _, query = pq.partition("?")
-        params = [tuple(p.partition("=")[::2]) for p in query.split("&")] if query else []
+        params = [(k, v) for k, _, v in (p.partition("=") for p in query.split("&"))] if query else []
         if not query and path + "/" in h.by_pq and path != "" and not h.sid:
             if h.slashless_ok:
                 return self._doc_res(h, h.by_pq[path + "/"], "variant")

@@ -5,8 +5,8 @@
 
 The same machinery as the demo web's server (``serving.py``: one aiohttp server bound on every
 address, the host chosen by the local address a request arrived on, the one-line JSON startup
-``{"port": P, "base_urls": [...]}``, the access log ``{"t0", "t1", "host", "path", "status",
-"ua"}``, exit on SIGTERM, parent death or EOF on stdin). What the pure model cannot do, the
+``{"port": P, "base_urls": [...]}``, the access log ``{"t0", "t1", "host", "method", "path",
+"status", "ua"}``, exit on SIGTERM, parent death or EOF on stdin). What the pure model cannot do, the
 server adds:
 
 * transient failures: a per-path request counter; the first request of a URL that
@@ -30,6 +30,7 @@ from collections import Counter
 from dataclasses import asdict, fields
 from email.utils import formatdate
 from pathlib import Path
+from typing import Any
 
 from .serving import ServerProcess, addresses, read_access_log, run_main, serve
 from .wild import WildConfig, WildWeb
@@ -43,7 +44,8 @@ def config_from_json(text: str) -> WildConfig:
     """A ``WildConfig`` from its ``asdict`` JSON (lists back to tuples)."""
     data = json.loads(text)
     known = {f.name for f in fields(WildConfig)}
-    return WildConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known})
+    kw: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
+    return WildConfig(**kw)
 
 
 # ----------------------------------------------------------------------------------------------

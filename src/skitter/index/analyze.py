@@ -107,17 +107,18 @@ def _column_py(text: str, counts: dict[str, int]) -> str:
 VOCABULARY = 50_000
 _speedups = speedups()
 if _speedups is not None:
-    _speedups.analyzer_setup(STOP_WORDS, MAX_TOKEN, _fold_char)
+    _compiled = _speedups   # not Optional: the function below does not see the test's narrowing
+    _compiled.analyzer_setup(STOP_WORDS, MAX_TOKEN, _fold_char)
 
     def _column_compiled(text: str, counts: dict[str, int]) -> str:
         try:
-            if _speedups.vocabulary_size() > VOCABULARY:
-                _speedups.clear_vocabulary()
-            return _speedups.column(text, counts, _INDEX_STEMMER.stemWords)
-        except _speedups.ColumnBusy:   # another thread is in it (one vocabulary): the same in Python
+            if _compiled.vocabulary_size() > VOCABULARY:
+                _compiled.clear_vocabulary()
+            return _compiled.column(text, counts, _INDEX_STEMMER.stemWords)
+        except _compiled.ColumnBusy:   # another thread is in it (one vocabulary): the same in Python
             return _column_py(text, counts)
 
-    words = _speedups.words
+    words = _compiled.words
     column = _column_compiled
 else:
     words = _words_py

@@ -61,10 +61,10 @@ import time
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from ..errors import CrawlDirError, UsageError
 from ..store.db import DB_NAME, connect
@@ -189,7 +189,7 @@ def _iso(value: str | None) -> str | None:
     except (ValueError, TypeError, IndexError):
         return None
     if dt.tzinfo is not None:
-        dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+        dt = dt.astimezone(UTC).replace(tzinfo=None)
     return dt.strftime("%Y-%m-%dT%H:%M:%S")
 
 
@@ -292,8 +292,9 @@ class Indexer:
         writing this one: for a core that would idle (:meth:`_index_pipelined`)."""
         t0 = time.perf_counter()
         stats = UpdateStats()
-        kept = self._conns is not None
-        crawl, idx = self._conns if kept else self._open()
+        conns = self._conns
+        kept = conns is not None
+        crawl, idx = conns if conns is not None else self._open()
         try:
             self._refresh_anchors(crawl, idx, stats, exact_anchors)
             if pipelined and max_pages is None:
@@ -376,11 +377,11 @@ class Indexer:
                 part = targets[i:i + REFRESH_BATCH]
                 anchors = _anchor_texts(idx, part)
                 old = _stored_columns(idx, part)
-                new = {}
+                new: dict[int, tuple[str, ...]] = {}
                 for fp, cols in old.items():
-                    cols = list(cols)
-                    cols[a] = anchors.get(fp, ("", 0))[0]
-                    new[fp] = tuple(cols)
+                    edited = list(cols)
+                    edited[a] = anchors.get(fp, ("", 0))[0]
+                    new[fp] = tuple(edited)
                 _fts_replace(idx, old, new)
                 idx.executemany("UPDATE docs SET cols = ?, n_anchors = ? WHERE fp = ?",
                                 [(_pack(c), anchors.get(fp, ("", 0))[1], fp) for fp, c in new.items()])

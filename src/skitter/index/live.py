@@ -95,7 +95,7 @@ class LiveIndexer:
 
     async def run(self) -> None:
         own = self.pool is None
-        pool = ProcessPool(1) if own else self.pool
+        pool = ProcessPool(1) if self.pool is None else self.pool
         try:
             if own:
                 await pool.start()

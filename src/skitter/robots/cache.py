@@ -16,13 +16,12 @@ RFC 9309 2.4 recommends. Concurrent callers for one origin share a single fetch.
 
 from __future__ import annotations
 
-import functools
-
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable
-from urllib.parse import urljoin, urlsplit
 
+from skitter import urls
 from skitter.errors import BodyTooLarge
 from skitter.models import FetchResult
 from skitter.robots.rules import MAX_BYTES, RobotsRules
@@ -33,14 +32,13 @@ __all__ = ["Getter", "Origin", "RobotsCache", "origin_of", "robots_url"]
 Getter = Callable[[str], Awaitable[FetchResult]]
 Origin = tuple[str, str, int]
 
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 _PURGE_EVERY = 1024  # stores between two sweeps of expired entries
 
 
 def origin_of(url: str) -> Origin:
     """``(scheme, host, port)`` of an absolute URL, lower-cased, with the default port filled in.
 
-    Raises ValueError for a URL without scheme or host, or with a bad port. Called for every
+    Raises ``urls.URLError`` (a ValueError) for a URL that is not http(s) or has no host. Called for every
     discovered link, so the parse is memoised on the URL's ``scheme://authority`` prefix.
     """
     s = url.strip()
@@ -53,15 +51,7 @@ def origin_of(url: str) -> Origin:
 
 @functools.lru_cache(maxsize=65536)
 def _origin_of_prefix(url: str) -> Origin:
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    host = parts.hostname or ""  # already lower-cased, IPv6 without brackets
-    if not scheme or not host:
-        raise ValueError(f"not an absolute URL: {url!r}")
-    port = parts.port  # raises ValueError for a bad port
-    if port is None:
-        port = _DEFAULT_PORTS.get(scheme, 0)
-    return scheme, host, port
+    return urls.origin(url)
 
 
 def robots_url(origin: Origin) -> str:
@@ -69,7 +59,7 @@ def robots_url(origin: Origin) -> str:
     scheme, host, port = origin
     if ":" in host:
         host = f"[{host}]"
-    netloc = host if port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
+    netloc = host if port == urls.DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
     return f"{scheme}://{netloc}/robots.txt"
 
 
@@ -185,7 +175,10 @@ class RobotsCache:
                 location = result.header("location")
                 if not location or not location.strip() or hop == self.max_redirects:
                     return unavailable  # RFC 9309 2.3.1.2: MAY treat as unavailable
-                url = urljoin(url, location.strip())
+                target = urls.resolve(url, location.strip())
+                if target is None:
+                    return unavailable
+                url = target
                 continue
             if status == 429:
                 return unreachable

@@ -59,10 +59,10 @@ def analyse(node: Node):
         child = analyse(node.child)
         return None if child is None else Not(child, node.pos)
     if isinstance(node, Near):
-        toks = tuple(t for t in (analyse(x) for x in node.terms) if t is not None)
-        if not toks:
+        near: tuple[Tok, ...] = tuple(t for t in (analyse(x) for x in node.terms) if t is not None)
+        if not near:
             return None
-        return toks[0] if len(toks) == 1 else ANear(toks, node.k)
+        return near[0] if len(near) == 1 else ANear(near, node.k)
     if isinstance(node, (And, Or, Xor)):
         kids = tuple(c for c in (analyse(x) for x in node.children) if c is not None)
         if not kids:
@@ -117,8 +117,8 @@ def fts(node) -> str | None:
         if any(p is None for p in parts):
             return None
         acc = parts[0]
-        for p in parts[1:]:
-            acc = f"(({acc}) OR ({p})) NOT (({acc}) AND ({p}))"
+        for part in parts[1:]:
+            acc = f"(({acc}) OR ({part})) NOT (({acc}) AND ({part}))"
         return acc
     return None  # Not (alone), Site, DateFilter
 

@@ -33,6 +33,7 @@ import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import UsageError
 from ..index import analyze
@@ -119,7 +120,7 @@ class Searcher:
         if self._crawl is not None:
             self._crawl.close()
 
-    def __enter__(self) -> "Searcher":
+    def __enter__(self) -> Searcher:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -154,7 +155,9 @@ class Searcher:
         rows = self.idx.execute(f"SELECT d.fp, 0.0, d.family, d.pagerank FROM docs d WHERE ({wsql}) AND {fsql}",
                                 [*wparams, *fparams]).fetchall()
         if scored and p.positive and rows:
-            pos = qc.fts(qc.Or(tuple(p.positive))) if len(p.positive) > 1 else qc.fts(p.positive[0])
+            # an analysed Or, of Toks (query.Or's annotation is for parsed trees' children)
+            toks: tuple[Any, ...] = tuple(p.positive)
+            pos = qc.fts(qc.Or(toks)) if len(toks) > 1 else qc.fts(toks[0])
             scores = dict(self.idx.execute(f"SELECT rowid, -{self._bm25} FROM fts WHERE fts MATCH ?", [pos]))
             rows = [(fp, scores.get(fp, 0.0), fam, pr) for fp, _, fam, pr in rows]
         return rows
@@ -233,7 +236,7 @@ class Searcher:
             except sqlite3.Error:
                 texts = {}
         hits = []
-        for i, ((tier, negscore, fp, s, fam, pr), dups) in enumerate(window):
+        for i, ((tier, negscore, fp, s, _fam, pr), dups) in enumerate(window):
             _, url, title, date, host = docs[fp]
             plain = markup = ""
             if snippets:
@@ -286,7 +289,7 @@ class Searcher:
             return None
         found = extract(word, cand_words, scorer=Levenshtein.distance, score_cutoff=maxd, limit=None)
         ranked = sorted(((d, -cand_n[i], w) for w, d, i in found if w != word))
-        for d, _, w in ranked[:20]:
+        for _d, _, w in ranked[:20]:
             if self._df(analyze.stem(w)) > 0:
                 return w
         return None
@@ -312,8 +315,8 @@ def _apply_corrections(query: str, tree, corrections: dict[str, str]) -> str:
             if new != seg:
                 edits.append((node.start, node.end, new))
     out = query
-    for s, e, new in sorted(edits, reverse=True):
-        out = out[:s] + new + out[e:]
+    for start, end, new in sorted(edits, reverse=True):
+        out = out[:start] + new + out[end:]
     return out
 
 

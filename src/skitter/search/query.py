@@ -39,7 +39,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field as dc_field
 from datetime import date
-from typing import Union
 
 from ..errors import QuerySyntaxError
 
@@ -81,24 +80,24 @@ class DateFilter:
 
 @dataclass(frozen=True)
 class Not:
-    child: "Node"
+    child: Node
     pos: int = dc_field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
 class And:
-    children: tuple["Node", ...]
+    children: tuple[Node, ...]
     implicit: bool = False
 
 
 @dataclass(frozen=True)
 class Or:
-    children: tuple["Node", ...]
+    children: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
 class Xor:
-    children: tuple["Node", ...]
+    children: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
@@ -107,7 +106,7 @@ class Near:
     k: int = DEFAULT_NEAR
 
 
-Node = Union[Term, Site, DateFilter, Not, And, Or, Xor, Near]
+Node = Term | Site | DateFilter | Not | And | Or | Xor | Near
 
 
 # ---------------------------------------------------------------------------------- lexer

@@ -14,7 +14,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from itertools import groupby
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..errors import CrawlDirError
 from ..models import Candidate, Page
@@ -38,6 +38,9 @@ class CrawlStore:
         self.warc = warc
         self.resumed = resumed
         self.config = config       # the crawl's settings as stored (seeds merged over resumes)
+        # called first in every commit: a part that keeps state in memory writes it here, so the
+        # state commits with the rows it describes (skitter.formcrawl: the form planners)
+        self.before_commit: list[Callable[[], None]] = []
         c = db.counts()
         self.fetched = c["fetched"]
         self.order = c["max_order"]
@@ -171,6 +174,8 @@ class CrawlStore:
     # -- commits and the end -------------------------------------------------------------------
     def commit(self) -> None:
         """Flush the WARC file, then commit the transaction that points into it (order matters)."""
+        for hook in self.before_commit:
+            hook()
         if not self.db.in_transaction():
             return
         filename, offset = self.warc.flush()

@@ -28,6 +28,13 @@ that touches it; the index entries are 20 bytes, so their leaves are few and sta
 - ``near_sketches`` the near-duplicate index's sketches (seed 004 winnowing; skitter.dedup): one
                 row (page fingerprint, sketch as a BLOB) a page, rebuilt into memory on open.
 - ``robots``    robots.txt fetches per origin (status, sitemaps) for stats.
+- ``forms``     with ``--forms`` (issue #22, :mod:`skitter.store.forms`): every distinct form found
+                (its key, page, action, method, the form with its inputs' kinds and options as
+                JSON), whether it may be submitted and why not, and a searchable one's planner
+                (status, submissions issued, its state: deflated JSON, saved with each commit).
+- ``form_urls`` with ``--forms``: the URLs reached through a submission (the export's
+                ``via_form``): the submission itself, its further result pages and the pages
+                first found on them, by fingerprint.
 
 Schema versions: a directory of an older schema is migrated the first time any command opens it
 (:data:`MIGRATIONS`, each step in one transaction); one of a newer schema is refused. A new table
@@ -127,6 +134,31 @@ CREATE TABLE IF NOT EXISTS near_sketches (doc_id INTEGER NOT NULL, sketch BLOB N
 CREATE TABLE IF NOT EXISTS robots (
     origin TEXT PRIMARY KEY, fetched_at TEXT, outcome TEXT, crawl_delay REAL, sitemaps TEXT
 );
+CREATE TABLE IF NOT EXISTS forms (
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    page_url TEXT NOT NULL,
+    action TEXT,
+    method TEXT NOT NULL,
+    form TEXT NOT NULL,
+    searchable INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    depth INTEGER,
+    priority REAL,
+    submitted INTEGER NOT NULL DEFAULT 0,
+    found_at TEXT,
+    planner BLOB
+);
+CREATE TABLE IF NOT EXISTS form_urls (
+    id INTEGER PRIMARY KEY,
+    fp INTEGER NOT NULL UNIQUE,
+    url TEXT NOT NULL,
+    via_form TEXT NOT NULL,
+    form TEXT NOT NULL,
+    role TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS form_urls_via ON form_urls (via_form);
 """
 
 # The export record's fields, in DESIGN.md's order (the contract), then our extra fields.

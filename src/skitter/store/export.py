@@ -6,17 +6,26 @@ import csv
 import json
 import sys
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
+from collections.abc import Iterator
 
 from .db import EXPORT_FIELDS, EXTRA_FIELDS, CrawlDB
+from .forms import has_form_tables
 
-FIELDS = EXPORT_FIELDS + EXTRA_FIELDS
+#: Fields of other tables than ``fetches``: ``via_form`` (forms, issue #22: the submission through
+#: which the URL was reached, from ``form_urls``; null for every other URL).
+JOINED_FIELDS = ("via_form",)
+FIELDS = EXPORT_FIELDS + EXTRA_FIELDS + JOINED_FIELDS
 
 
 def iter_records(db: CrawlDB) -> Iterator[dict]:
     """Every URL the crawler tried, in fetch order (URLs decided without a request last)."""
-    cols = ", ".join(FIELDS)
-    for row in db.query(f"SELECT {cols} FROM fetches ORDER BY fetch_order IS NULL, fetch_order, fp"):
+    cols = ", ".join(f"f.{c}" for c in EXPORT_FIELDS + EXTRA_FIELDS)
+    forms = has_form_tables(db.conn)
+    via = "u.via_form" if forms else "NULL AS via_form"
+    join = " LEFT JOIN form_urls u ON u.fp = f.fp" if forms else ""
+    for row in db.query(f"SELECT {cols}, {via} FROM fetches f{join}"
+                        " ORDER BY f.fetch_order IS NULL, f.fetch_order, f.fp"):
         rec = {k: row[k] for k in FIELDS}
         rec["noindex"] = bool(rec["noindex"])
         rec["nofollow"] = bool(rec["nofollow"])
@@ -31,8 +40,8 @@ def export(directory: Path, fmt: str, out: Path | None) -> int:
 
             if out is None:
                 raise SystemExit("skitter: error: --format warc needs -o FILE")
-            rows = db.query("SELECT warc_file, warc_offset, warc_length FROM fetches"
-                            " WHERE warc_file IS NOT NULL ORDER BY fetch_order").fetchall()
+            rows = list(db.query("SELECT warc_file, warc_offset, warc_length FROM fetches"
+                                 " WHERE warc_file IS NOT NULL ORDER BY fetch_order"))
             export_warc([(str(directory / "warc" / r[0]), r[1], r[2]) for r in rows], out)
             return len(rows)
         stream: IO[str] = open(out, "w", encoding="utf-8", newline="") if out else sys.stdout

@@ -8,7 +8,8 @@ and never do I/O. BFS and DFS are scorers too. The focused and importance strate
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
+from collections.abc import Iterable
 
 from ..models import Link, Page
 

@@ -29,7 +29,7 @@ are kept as they are.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..models import Link, Page
 from .base import ParentContext
@@ -52,7 +52,7 @@ class _Importance:
         self._counted: str | None = None   # the last page whose links were taken into account
 
     @classmethod
-    def from_config(cls, config) -> "_Importance":
+    def from_config(cls, config) -> _Importance:
         return cls(weighted=getattr(config, "link_weights", False))
 
     def seed_priority(self, url: str) -> float:
@@ -112,6 +112,9 @@ class _Importance:
             n += 1
         self._counted = None
         return n
+
+    def relevance(self, url: str, page: Page) -> float:
+        raise NotImplementedError
 
     def spread(self, parent: ParentContext, targets: dict[str, float]) -> list[tuple[str, float]]:
         raise NotImplementedError

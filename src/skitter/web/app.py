@@ -80,15 +80,15 @@ def build_query(form) -> str:
     xa, xb = _phrase(g("xor_a")), _phrase(g("xor_b"))
     if xa and xb:
         parts.append(f"({xa} XOR {xb})")
-    elif xa or xb:
-        parts.append(xa or xb)
+    elif (one := xa or xb):
+        parts.append(one)
     na, nb = _phrase(g("near_a")), _phrase(g("near_b"))
     if na and nb:
         dist = g("near_k")
         op = f"NEAR/{int(dist)}" if dist.isdigit() else "NEAR"
         parts.append(f"{na} {op} {nb}")
-    elif na or nb:
-        parts.append(na or nb)
+    elif (one := na or nb):
+        parts.append(one)
     if (site := g("site")):
         parts.append(f"site:{site.split()[0]}")
     for key in ("after", "before"):
@@ -212,6 +212,7 @@ def create_app(directory: Path | str, labels=None, topic: str | None = None) -> 
                     return Response("no topic: serve with --topic NAME", status_code=404, media_type="text/plain")
                 png = ev_fn(ev)
             else:
+                assert fn is not None
                 conn = connect(directory / DB_NAME, readonly=True)
                 try:
                     png = fn(conn)

@@ -1,0 +1,34 @@
+"""``skitter eval-forms`` (registered in cli.py with ``cli.add_command``): the form crawl's coverage
+of a hidden site against its submissions (skitter.eval.forms, issue #22)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+@click.command("eval-forms")
+@click.argument("directories", nargs=-1, required=True, type=click.Path())
+@click.option("--truth", "truth_path", required=True, type=click.Path(dir_okay=False),
+              help="the hidden site's record URLs, one a line (skitter demo --forms writes hidden-records.txt)")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="write the coverage curves to this PNG file")
+@click.option("--json", "as_json", is_flag=True, help="print the figures as JSON")
+def eval_forms(directories: tuple[str, ...], truth_path: str, plot_path: str | None, as_json: bool) -> None:
+    """Share of a hidden site's records that crawls (DIR...) reached, against their form submissions."""
+    from .eval.forms import form_coverage, load_truth, plot, report
+
+    truth = load_truth(truth_path)
+    results = {}
+    for d in directories:
+        name = Path(d).name or d
+        results[d if name in results else name] = form_coverage(Path(d), truth)
+    if as_json:
+        click.echo(json.dumps({k: v.to_dict() for k, v in results.items()}, indent=2))
+    else:
+        click.echo("\n\n".join(report(k, v) for k, v in results.items()))
+    if plot_path:
+        plot(results, plot_path)
+        click.echo(f"plot written to {plot_path}", err=True)

@@ -1,0 +1,253 @@
+"""``skitter crawl --forms`` end to end (issue #22): the real command line, the real crawl loop and
+the demo server's hidden site over HTTP on loopback, with its access log as the witness; then what
+the crawl left in crawl.db (``forms``, ``form_urls``), ``skitter stats``, ``skitter export``
+(``via_form``) and ``skitter eval-forms`` (table, JSON, PNG). A second hidden site nobody tuned the
+planner on (tests/hidden_variant.py), a result set that never ends, and a crawl held back by
+``--host-burst`` and resumed."""
+
+from __future__ import annotations
+
+import html
+import json
+import sqlite3
+import subprocess
+import sys
+from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
+
+import pytest
+
+from hidden_variant import ModelServer, VariantSite
+from skitter.api import crawl
+from skitter.demo.hidden import HiddenConfig
+from skitter.demo.server import DemoServer, read_access_log
+from skitter.demo.web import DemoConfig, Response
+from skitter.formcrawl import RESULT_PAGES
+
+FAST = ["--delay", "0", "--adaptive-delay", "0", "--allow-private", "--quiet", "--index-interval", "-1"]
+
+
+def skitter(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "skitter", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def one_error_line(res: subprocess.CompletedProcess) -> str:
+    assert res.returncode != 0
+    assert "Traceback" not in res.stderr
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, res.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def hidden_server(tmp_path_factory):
+    log = tmp_path_factory.mktemp("access") / "access.jsonl"
+    with DemoServer(DemoConfig(hosts=1, pages=60), hidden=HiddenConfig(records=1000), access_log=log) as srv:
+        yield srv, log
+
+
+def test_forms_from_the_command_line(tmp_path, hidden_server) -> None:
+    srv, log = hidden_server
+    site = srv.hidden_site
+    host = srv.hidden_url.split("//")[1]
+    before = len(read_access_log(log))
+    words = tmp_path / "words.txt"
+    words.write_text("quasar\nnebula\n")
+    out = tmp_path / "crawl"
+    res = skitter("crawl", srv.hidden_url + "/", "-o", str(out), "--forms", "--form-budget", "150",
+                  "--form-words", str(words), "--topic", "galaxy", *FAST)
+    assert res.returncode == 0, res.stderr
+
+    # the server's own log: only GETs, nothing that must never be sent, nothing robots.txt disallows
+    hits = [r for r in read_access_log(log)[before:] if r["host"] == host]
+    assert hits and {r["method"] for r in hits} == {"GET"}
+    for r in hits:
+        url = srv.hidden_url + r["path"]
+        assert site.robots_allowed(url) and not site.never_submit(url), url
+    assert not any(r["path"].startswith("/search/advanced") for r in hits)
+
+    # crawl.db: every form recorded, only the search form planned, within its budget
+    conn = sqlite3.connect(out / "crawl.db")
+    forms = {(a.rsplit("/", 1)[-1], m): (s, r, n) for a, m, s, r, n in conn.execute(
+        "SELECT action, method, status, reason, submitted FROM forms")}
+    assert forms[("login", "post")][0] == "never" and forms[("newsletter", "get")][0] == "never"
+    comments = [s for a, s in conn.execute("SELECT action, status FROM forms") if a.endswith("/comment")]
+    assert len(comments) >= 100 and set(comments) == {"never"}   # one a record page, none sent
+    assert forms[("advanced", "get")][0] == "refused" and "robots" in forms[("advanced", "get")][1]
+    status, _, submitted = forms[("search", "get")]
+    assert status in ("done", "active") and 0 < submitted <= 150
+    planned = [s for (s,) in conn.execute("SELECT status FROM forms WHERE status IN ('queued', 'active', 'done')")]
+    assert planned == [status]
+    never = [json.loads(f) for (f,) in conn.execute("SELECT form FROM forms WHERE status = 'never'")]
+    assert any(f["method"] == "post" for f in never) and all(f["inputs"] for f in never)
+    subs = [u for (u,) in conn.execute("SELECT url FROM form_urls WHERE role = 'submission' AND url = via_form"
+                                       " ORDER BY id")]
+    assert 0 < len(subs) <= 150 and all(urlsplit(u).path == "/search" for u in subs)
+    asked = [parse_qs(urlsplit(u).query).get("q", [""])[0] for u in subs]
+    assert [q for q in asked if q][:3] == ["galaxy", "quasar", "nebula"]   # --topic, --form-words, in order
+    conn.close()
+
+    # skitter stats: forms found, submitted, records reached
+    stats = json.loads(skitter("stats", str(out), "--json").stdout)["forms"]
+    truth = set(site.record_urls())
+    assert stats["planned"] == 1 and stats["refused"] == 1 and stats["found"] >= 5
+    assert 0 < stats["submitted"] <= 150 and stats["records"] >= 0.9 * len(truth)
+    text = skitter("stats", str(out)).stdout
+    assert "forms" in text and "records reached" in text
+
+    # the export: via_form on what was reached through a submission, null on the rest
+    rows = [json.loads(line) for line in skitter("export", str(out), "--format", "jsonl").stdout.splitlines()]
+    by_url = {r["url"]: r for r in rows}
+    assert by_url[srv.hidden_url + "/"]["via_form"] is None
+    records = [r for u, r in by_url.items() if u in truth]
+    assert len(records) >= 0.9 * len(truth)
+    assert all(r["via_form"] in subs for r in records)
+
+    # skitter eval-forms: the share reached against the submissions, as JSON, a table and a PNG
+    truth_file = tmp_path / "truth.txt"
+    truth_file.write_text("\n".join(sorted(truth)))
+    png = tmp_path / "curve.png"
+    res = skitter("eval-forms", str(out), "--truth", str(truth_file), "--json", "--plot", str(png))
+    (cov,) = json.loads(res.stdout).values()
+    assert cov["records"] == 1000 and cov["reached"] == len(records) and cov["share"] >= 0.9
+    assert cov["submissions"] == len(subs) and cov["ninety_percent_at"] <= len(subs)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = skitter("eval-forms", str(out), "--truth", str(truth_file)).stdout
+    assert "| crawl |" in table and f"{len(records):,} of 1,000" in table
+
+
+def test_forms_bad_input_is_one_line(tmp_path) -> None:
+    line = one_error_line(skitter("crawl", "http://127.0.0.1:9/", "-o", str(tmp_path / "c"), "--forms",
+                                  "--form-words", str(tmp_path / "missing.txt"), "--quiet"))
+    assert line.startswith("skitter: error:") and "--form-words" in line
+    assert not (tmp_path / "c").exists()
+    line = one_error_line(skitter("crawl", "http://127.0.0.1:9/", "-o", str(tmp_path / "c"), "--forms",
+                                  "--form-budget", "0", "--quiet"))
+    assert "--form-budget" in line
+    (tmp_path / "empty.txt").write_text("# nothing\n")
+    line = one_error_line(skitter("eval-forms", str(tmp_path), "--truth", str(tmp_path / "empty.txt")))
+    assert "--truth" in line
+
+
+def test_without_forms_no_form_is_submitted(tmp_path, hidden_server) -> None:
+    srv, log = hidden_server
+    host = srv.hidden_url.split("//")[1]
+    before = len(read_access_log(log))
+    summary = crawl([srv.hidden_url + "/"], tmp_path / "c", delay=0, adaptive_delay=0, allow_private=True,
+                    index_interval=-1)
+    hits = [r for r in read_access_log(log)[before:] if r["host"] == host]
+    assert {r["path"].split("?")[0] for r in hits} == {"/robots.txt", "/", "/search"}
+    assert summary.get("forms") is None
+
+
+def test_a_second_hidden_site(tmp_path) -> None:
+    """The film archive (tests/hidden_variant.py): radio, select, checkbox and a search box, AND
+    semantics, 45 results a query, a robots.txt rule inside the query string, vote, report and
+    list forms on every record page."""
+    with ModelServer(None) as srv:
+        site = srv.model = VariantSite(srv.base, films=1500)
+        summary = crawl(site.seeds(), tmp_path / "c", forms=True, form_budget=300, delay=0, adaptive_delay=0,
+                        allow_private=True, index_interval=-1)
+        log = list(srv.log)
+    assert {h.method for h in log} == {"GET"}
+    for h in log:
+        url = srv.base + h.path
+        assert site.robots_allowed(url) and not site.never_submit(url), url
+    reached = {srv.base + h.path for h in log if h.status == 200} & set(site.record_urls())
+    assert len(reached) >= 0.85 * 1500, len(reached)
+    # the checkbox submission robots.txt disallows (a rule inside the query): decided, never requested
+    conn = sqlite3.connect(tmp_path / "c" / "crawl.db")
+    refused = [u for (u,) in conn.execute("SELECT url FROM fetches WHERE error LIKE 'robots%'")]
+    assert any("subtitled=1" in u for u in refused) and not any("subtitled=" in h.path for h in log)
+    f = summary["forms"]
+    assert f["submissions"] <= 300 * f["planned"]
+    assert set(f["never"]) and all(b["action"] == srv.base + "/find" for b in f["by_form"])
+
+
+class EndlessResults:
+    """A search whose results never end: every page of every query links to the next one, and
+    to one record."""
+
+    def respond(self, path_qs: str) -> Response:
+        path, _, query = path_qs.partition("?")
+        p = dict(parse_qsl(query))
+        if path == "/robots.txt":
+            return Response(200, [("Content-Type", "text/plain")], b"User-agent: *\nAllow: /\n")
+        form = ('<form action="/s"><input type="text" name="q"><select name="c"><option value="">any</option>'
+                '<option value="a">A</option><option value="b">B</option></select></form>')
+        if path == "/":
+            body = f"<h1>Endless</h1>{form}"
+        elif path == "/s":
+            n = int(p.get("page", "1"))
+            nxt = urlencode(p | {"page": str(n + 1)})
+            body = (f"<h1>Results for {html.escape(p.get('q', ''))} {html.escape(p.get('c', ''))} page {n}</h1>"
+                    f'<a href="/r/{abs(hash(query)) % 10**9}">record {n}</a> <a href="/s?{html.escape(nxt)}">Next</a>'
+                    + form)
+        elif path.startswith("/r/"):
+            body = f"<p>record {path[3:]} lorem ipsum words here</p>"
+        else:
+            return Response(404, [("Content-Type", "text/html")], b"no")
+        return Response(200, [("Content-Type", "text/html")], f"<html><body>{body}</body></html>".encode())
+
+
+def test_a_result_set_is_bounded(tmp_path) -> None:
+    with ModelServer(EndlessResults()) as srv:
+        crawl([srv.base + "/"], tmp_path / "c", forms=True, form_budget=6, delay=0, adaptive_delay=0,
+              allow_private=True, index_interval=-1, max_depth=100)
+        log = list(srv.log)
+    conn = sqlite3.connect(tmp_path / "c" / "crawl.db")
+    subs = [u for (u,) in conn.execute("SELECT url FROM form_urls WHERE role = 'submission'")]
+    assert 0 < len(subs) <= 6
+    pages = [h for h in log if h.path.startswith("/s?")]
+    # each submission, then at most RESULT_PAGES further pages of its results
+    assert len(pages) <= len(subs) * (1 + RESULT_PAGES)
+    per = conn.execute("SELECT via_form, count(*) FROM form_urls WHERE role = 'results' GROUP BY via_form").fetchall()
+    assert per and max(n for _, n in per) == RESULT_PAGES
+
+
+def test_held_back_by_host_burst_then_resumed(tmp_path, hidden_server) -> None:
+    """--host-burst holds submissions back (they wait, the planner is not told they failed); a
+    later run goes on where the planner stopped."""
+    srv, _ = hidden_server
+    out = tmp_path / "c"
+    settings = dict(forms=True, delay=0, adaptive_delay=0, allow_private=True, index_interval=-1)
+    crawl([srv.hidden_url + "/"], out, host_burst=20, host_window=50, **settings)
+    conn = sqlite3.connect(out / "crawl.db")
+    (status, submitted), = conn.execute("SELECT status, submitted FROM forms WHERE action LIKE '%/search'")
+    assert status == "active" and submitted < 20   # not done: not dropped on refusals it never earned
+    conn.close()
+    summary = crawl([srv.hidden_url + "/"], out, **settings)
+    assert summary["forms"]["records"] >= 900
+
+
+def test_skitter_demo_forms(tmp_path) -> None:
+    out = tmp_path / "demo"
+    res = skitter("demo", "--forms", "--pages", "200", "--hosts", "2", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    truth = [line for line in (out / "hidden-records.txt").read_text().splitlines() if not line.startswith("#")]
+    assert len(truth) == 3000 and all(u.endswith(".html") and "/record/" in u for u in truth)
+    assert f"skitter eval-forms {out} --truth {out}/hidden-records.txt" in res.stdout
+    (cov,) = json.loads(skitter("eval-forms", str(out), "--truth", str(out / "hidden-records.txt"),
+                                "--json").stdout).values()
+    assert cov["share"] >= 0.9 and cov["submissions"] <= 500 and cov["by_links"] == 0
+
+
+class Page:
+    def __init__(self, body: str) -> None:
+        self.body = body
+
+    def respond(self, path_qs: str) -> Response:
+        if path_qs == "/robots.txt":
+            return Response(404, [("Content-Type", "text/plain")], b"")
+        return Response(200, [("Content-Type", "text/html")], f"<html><body>{self.body}</body></html>".encode())
+
+
+def test_an_action_outside_the_scope_is_never_submitted(tmp_path) -> None:
+    with ModelServer(Page("<p>results</p>")) as other, ModelServer(None) as srv:
+        srv.model = Page(f'<form action="http://localhost:{other.port}/search"><input name="q"><select name="c">'
+                         '<option>a</option><option>b</option></select></form>')
+        summary = crawl([srv.base + "/"], tmp_path / "c", forms=True, delay=0, adaptive_delay=0,
+                        allow_private=True, index_interval=-1)
+        assert other.log == [], other.log
+    (form,) = summary["forms"]["by_form"]
+    assert form["status"] == "refused" and "scope" in form["reason"] and form["submitted"] == 0

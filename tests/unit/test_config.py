@@ -1,0 +1,37 @@
+"""The settings registry: every default typed once (on CrawlConfig), bounds enforced from the CLI."""
+
+import subprocess
+import sys
+from dataclasses import fields
+
+import pytest
+
+from skitter.config import SETTINGS, CrawlConfig
+from skitter.errors import UsageError
+
+
+def test_every_config_field_but_the_start_is_a_setting_with_its_default():
+    names = {f.name for f in fields(CrawlConfig)} - {"seeds", "resolve"}
+    assert {s.name for s in SETTINGS} == names
+    defaults = CrawlConfig()
+    for s in SETTINGS:
+        assert getattr(defaults, s.name) == s.default
+        assert isinstance(s.default, s.type), s.name
+        assert s.at_least is None or s.default >= s.at_least, s.name
+        assert s.choices is None or s.default in s.choices, s.name
+
+
+@pytest.mark.parametrize("s", [s for s in SETTINGS if s.at_least is not None], ids=lambda s: s.name)
+def test_a_value_below_the_bound_is_refused_naming_the_flag(s):
+    below = s.at_least - (1 if s.type is int else 0.0005)
+    with pytest.raises(UsageError, match=f"--{s.name.replace('_', '-')} must be at least"):
+        CrawlConfig(**{s.name: s.type(below)}).validate()
+    CrawlConfig(**{s.name: s.type(s.at_least) if s.name != "near_dup_window" else 0}).validate()
+
+
+def test_the_cli_refuses_a_bound_in_one_line(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "skitter", "crawl", "http://127.0.0.1:9/", "-o",
+                             str(tmp_path / "c"), "--per-host", "0"], capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines() == ["skitter: error: --per-host must be at least 1, got 0"]
+    assert not (tmp_path / "c" / "crawl.db").exists()
