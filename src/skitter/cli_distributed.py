@@ -75,7 +75,10 @@ async def _work(directory: Path, redis_url: str, crawl_id: str, config: CrawlCon
         hold = False
         if config is not None:
             await create_crawl(client, keys, config.to_dict())
-            stored = config_from_dict(await read_crawl_config(client, keys))
+            raw_config = await read_crawl_config(client, keys)
+            if raw_config is None:   # deleted in between by hand
+                raise RedisError(f"crawl {crawl_id!r} vanished from Redis while it was being created")
+            stored = config_from_dict(raw_config)
             # the crawl's stored rules win; this command's seeds are added to it
             config = stored.with_(seeds=tuple(dict.fromkeys(stored.seeds + config.seeds)))
             hold = True

@@ -34,7 +34,7 @@ def merge(sources: list[Path], out: Path) -> dict[str, int]:
     if (out / DB_NAME).exists():
         raise CrawlDirError(f"{out} already holds a crawl: merge writes a new directory")
     out.mkdir(parents=True, exist_ok=True)
-    for i, src in enumerate(sources):   # migrate each (an older schema) and settle its WAL
+    for src in sources:   # migrate each (an older schema) and settle its WAL
         CrawlDB(src).close()
     db = CrawlDB(out)
     conn = db.conn
@@ -77,10 +77,10 @@ def merge(sources: list[Path], out: Path) -> dict[str, int]:
                 cols = ", ".join(ucols)
                 conn.execute(f"INSERT OR IGNORE INTO urls ({cols}) SELECT {cols} FROM s.urls WHERE state = 2")
                 if i == 0:
-                    for key in ("config", "started_at"):
-                        row = conn.execute("SELECT value FROM s.meta WHERE key = ?", (key,)).fetchone()
+                    for name in ("config", "started_at"):
+                        row = conn.execute("SELECT value FROM s.meta WHERE key = ?", (name,)).fetchone()
                         if row:
-                            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, row[0]))
+                            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, row[0]))
                 conn.execute("COMMIT")
             finally:
                 if conn.in_transaction:

@@ -76,10 +76,11 @@ def test_hand_off_fencing_and_termination(redis_server):
             for _ in range(2):
                 try:
                     got = await asyncio.wait_for(b.f.next_ready(), 5)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     L = b.f.local
                     raise AssertionError((b.f.queued, L.held, L.leaving, L._ready, L._timers, L._leases,
-                                          {k: (h.window, h.ready, h.scheduled, h.entry) for k, h in L.hosts.items()}))
+                                          {k: (h.window, h.ready, h.scheduled, h.entry) for k, h in L.hosts.items()})
+                                         ) from None
                 await b.f.done(got, Outcome(response_time=0.0))
             # nothing queued or in flight anywhere: both see the end
             assert b.f.pending == 0

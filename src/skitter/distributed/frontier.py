@@ -45,7 +45,8 @@ import socket
 import time
 import uuid
 from collections import defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from redis import exceptions as rex
 
@@ -417,7 +418,7 @@ class RedisFrontier:
                 timeout = self.heartbeat if timeout is None else min(timeout, self.heartbeat)
             try:
                 await asyncio.wait_for(local._wake.wait(), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         return None
 
