@@ -60,7 +60,11 @@ def cli() -> None:
 @click.option("--resolve", "resolve", multiple=True, metavar="HOST:IP",
               help="resolve HOST to IP instead of asking DNS (like curl --resolve); repeatable")
 @click.option("--quiet", "-q", is_flag=True, help="no progress display and no summary")
-def crawl(seeds: tuple[str, ...], output: str, resolve: tuple[str, ...], quiet: bool, **settings) -> None:
+@click.option("--redis", "redis_url", default=None, metavar="URL",
+              help="a distributed crawl on this Redis (redis://, rediss://): create it and work on it as one worker")
+@click.option("--crawl-id", default="crawl", show_default=True, help="with --redis: which crawl on that Redis")
+def crawl(seeds: tuple[str, ...], output: str, resolve: tuple[str, ...], quiet: bool, redis_url: str | None,
+          crawl_id: str, **settings) -> None:
     """Crawl from SEED_URL... into a crawl directory."""
     pairs = []
     for item in resolve:
@@ -69,7 +73,12 @@ def crawl(seeds: tuple[str, ...], output: str, resolve: tuple[str, ...], quiet: 
             raise UsageError(f"--resolve wants HOST:IP, got {item!r}")
         pairs.append((host.lower(), ip))
     config = CrawlConfig(**settings, seeds=tuple(seeds), resolve=tuple(pairs)).validate()
-    summary = run_crawl(Path(output), config, quiet=quiet)
+    if redis_url:
+        from .cli_distributed import run_distributed
+
+        summary = run_distributed(Path(output), redis_url, crawl_id, config, quiet=quiet)
+    else:
+        summary = run_crawl(Path(output), config, quiet=quiet)
     if summary.get("interrupted"):
         sys.exit(130)
 
@@ -133,10 +142,19 @@ def export(directory: str, fmt: str, output: str | None) -> None:
 
 
 @cli.command()
-@click.argument("directory", type=click.Path())
+@click.argument("directory", type=click.Path(), required=False)
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
-def stats(directory: str, as_json: bool) -> None:
-    """Print the summary of a crawl."""
+@click.option("--redis", "redis_url", default=None, metavar="URL", help="the cluster of a distributed crawl instead")
+@click.option("--crawl-id", default="crawl", show_default=True, help="with --redis: which crawl on that Redis")
+def stats(directory: str | None, as_json: bool, redis_url: str | None, crawl_id: str) -> None:
+    """Print the summary of a crawl (DIR), or of a distributed crawl's cluster (--redis)."""
+    if redis_url:
+        from .cli_distributed import print_cluster_stats
+
+        print_cluster_stats(redis_url, crawl_id, as_json)
+        return
+    if directory is None:
+        raise UsageError("stats wants a crawl directory or --redis URL")
     from rich.console import Console
 
     from .stats import load_summary, render
@@ -224,6 +242,26 @@ cli.add_command(eval_forms)
 from .cli_serve import serve  # noqa: E402
 
 cli.add_command(serve)
+
+from .cli_distributed import worker  # noqa: E402
+
+
+@cli.command("merge")
+@click.argument("directories", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--output", "output", required=True, type=click.Path(), help="the new crawl directory")
+def merge_cmd(directories: tuple[str, ...], output: str) -> None:
+    """One crawl directory from several (a distributed crawl's workers'): each URL once, the
+    latest fetch winning, the link graph joined; then its search index."""
+    from .index.live import finish_index
+    from .merge import merge
+
+    counts = merge([Path(d) for d in directories], Path(output))
+    finish_index(Path(output))
+    click.echo(f"{counts['urls']:,} URLs, {counts['pages']:,} pages, {counts['links']:,} links merged into {output}",
+               err=True)
+
+
+cli.add_command(worker)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -41,7 +41,7 @@ from .crawllog import crawl_log
 from .decide import Decision, Rules, backoff, decide
 from .dedup import DuplicateTests
 from .errors import BadSeedError, SkitterError
-from .frontier.base import Frontier, Reprioritizing
+from .frontier.base import Durable, Frontier, Reprioritizing
 from .index.live import LiveIndexer
 from .linkfilter import LinkFilter
 from .models import Candidate, FetchResult, Outcome, Page
@@ -399,6 +399,8 @@ class Crawler:
         while True:
             await asyncio.sleep(self.commit_interval)
             self.store.commit()
+            if isinstance(self.frontier, Durable):
+                await self.frontier.committed()
             if self.on_progress is not None:
                 self.on_progress(self)
 

@@ -66,3 +66,13 @@ class Reprioritizing(Protocol):
     async def reprioritize(self, changes: Sequence[tuple[str, float]]) -> None:
         """Raise each queued URL's priority to the given one (never lowers; a URL that is not
         queued is left alone)."""
+
+
+@runtime_checkable
+class Durable(Protocol):
+    """An optional capability: a backend that writes URLs done somewhere else than the crawl's
+    store (the Redis frontier) does so only once the store has committed their pages, so a crash
+    between the two loses nothing. The loop calls it after each commit of the store."""
+
+    async def committed(self) -> None:
+        """Every page done so far is committed in the store."""

@@ -1,0 +1,187 @@
+"""The distributed commands: ``crawl --redis``, ``worker``, ``stats --redis`` (docs/distributed.md).
+
+``crawl SEED... --redis URL`` creates the shared crawl (its settings stored in Redis, so every
+worker crawls by the same rules) and works on it as one worker; ``worker --redis URL -o DIR``
+joins it with a crawl directory of its own. Each process exits 0 once the whole crawl is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .config import CrawlConfig
+from .errors import RedisError, UsageError
+
+DEFAULT_CRAWL_ID = "crawl"
+
+
+def config_from_dict(d: dict[str, Any]) -> CrawlConfig:
+    d = dict(d)
+    d["seeds"] = tuple(d.get("seeds", ()))
+    d["resolve"] = tuple(tuple(p) for p in d.get("resolve", ()))
+    return CrawlConfig(**d)
+
+
+async def _connect(url: str):
+    from .distributed.redis_url import connect
+
+    return await connect(url)
+
+
+def run_distributed(directory: Path, redis_url: str, crawl_id: str, config: CrawlConfig | None, *,
+                    quiet: bool = False) -> dict:
+    """One worker of the crawl ``crawl_id`` (creating it when ``config`` is given), until the whole
+    crawl is done; returns this worker's summary."""
+    from .cli import _run
+    from .stats import load_summary, render
+
+    crawler_box: list = []
+    _run(_work(directory, redis_url, crawl_id, config, crawler_box, quiet))
+    crawler = crawler_box[0]
+    interrupted = crawler.interrupted
+    del crawler, crawler_box
+    if config is None or config.index_interval >= 0:
+        from .index.live import finish_index
+
+        finish_index(directory)
+    summary = load_summary(directory)
+    summary["interrupted"] = interrupted
+    if not quiet:
+        from rich.console import Console
+
+        Console().print(render(summary))
+    return summary
+
+
+async def _work(directory: Path, redis_url: str, crawl_id: str, config: CrawlConfig | None, box: list,
+                quiet: bool) -> None:
+    from .api import build_crawler
+    from .distributed.frontier import CrawlKeys, RedisFrontier, create_crawl, read_crawl_config
+    from .frontier.politeness import Politeness
+
+    try:
+        keys = CrawlKeys(crawl_id)
+    except ValueError as exc:
+        raise UsageError(f"--crawl-id: {exc}") from None
+    client = await _connect(redis_url)
+    try:
+        hold = False
+        if config is not None:
+            await create_crawl(client, keys, config.to_dict())
+            raw_config = await read_crawl_config(client, keys)
+            if raw_config is None:   # deleted in between by hand
+                raise RedisError(f"crawl {crawl_id!r} vanished from Redis while it was being created")
+            stored = config_from_dict(raw_config)
+            # the crawl's stored rules win; this command's seeds are added to it
+            config = stored.with_(seeds=tuple(dict.fromkeys(stored.seeds + config.seeds)))
+            hold = True
+        else:
+            deadline = time.monotonic() + 3600
+            said = False
+            while (raw := await read_crawl_config(client, keys)) is None:
+                if not said:
+                    click.echo(f"skitter: waiting for crawl {crawl_id!r} to be created (skitter crawl --redis)",
+                               err=True)
+                    said = True
+                if time.monotonic() > deadline:
+                    raise RedisError(f"no crawl {crawl_id!r} in Redis after an hour of waiting")
+                await asyncio.sleep(0.5)
+            config = config_from_dict(raw)
+        policy = Politeness(delay=config.delay, per_host=config.per_host, adaptive=config.adaptive_delay,
+                            max_crawl_delay=config.max_crawl_delay)
+        made: list[RedisFrontier] = []
+
+        def make(store):
+            made.append(RedisFrontier(client, crawl_id, store.db, policy, hold=hold, **_timing()))
+            return made[0]
+
+        crawler = build_crawler(directory, config, frontier=make)
+        box.append(crawler)
+        frontier = made[0]
+        frontier.start()
+        try:
+            await crawler.run()
+        finally:
+            await frontier.aclose()
+    finally:
+        await client.aclose()
+
+
+def _timing() -> dict[str, float]:
+    """Heartbeat, member and lease times: the defaults, or SKITTER_REDIS_TIMING=hb,member,lease."""
+    import os
+
+    raw = os.environ.get("SKITTER_REDIS_TIMING")
+    if not raw:
+        return {}
+    hb, member, lease = (float(x) for x in raw.split(","))
+    return {"heartbeat": hb, "member_ttl": member, "lease_ttl": lease}
+
+
+@click.command("worker")
+@click.option("--redis", "redis_url", required=True, metavar="URL", help="the crawl's Redis (redis://, rediss://)")
+@click.option("-o", "--output", "output", required=True, type=click.Path(), help="this worker's crawl directory")
+@click.option("--crawl-id", default=DEFAULT_CRAWL_ID, show_default=True, help="which crawl on that Redis")
+@click.option("--quiet", "-q", is_flag=True, help="no summary")
+def worker(redis_url: str, output: str, crawl_id: str, quiet: bool) -> None:
+    """Join a distributed crawl: crawl the hosts the ring gives this worker until the whole crawl
+    is done."""
+    summary = run_distributed(Path(output), redis_url, crawl_id, None, quiet=quiet)
+    if summary.get("interrupted"):
+        sys.exit(130)
+
+
+async def cluster_stats(redis_url: str, crawl_id: str) -> dict[str, Any]:
+    from .distributed.frontier import CrawlKeys, read_crawl_config
+
+    keys = CrawlKeys(crawl_id)
+    client = await _connect(redis_url)
+    try:
+        config = await read_crawl_config(client, keys)
+        if config is None:
+            raise RedisError(f"no crawl {crawl_id!r} in that Redis")
+        now = time.time()
+        members = await client.zrange(keys.members, 0, -1, withscores=True)
+        workers = []
+        for name, beat in members:
+            name = name.decode() if isinstance(name, bytes) else name
+            raw = {k.decode(): v.decode() for k, v in (await client.hgetall(keys.stats(name))).items()}
+            w = {"worker": name, "alive": now - beat < 5.0, "last_heartbeat_s": round(now - beat, 1)}
+            for k in ("fetched", "queued", "in_flight", "hosts", "handed_off", "moved_in", "moved_out"):
+                w[k] = int(float(raw.get(k, 0)))
+            started = float(raw.get("started", 0) or 0)
+            at = float(raw.get("at", 0) or 0)
+            w["pages_per_s"] = round(w["fetched"] / (at - started), 1) if started and at > started else 0.0
+            workers.append(w)
+        pending = int(await client.get(keys.pending) or 0)
+        hosts = await client.scard(keys.hosts)
+        return {"crawl_id": crawl_id, "pending": pending, "finished": pending == 0, "hosts": hosts,
+                "workers_alive": sum(w["alive"] for w in workers), "workers": workers,
+                "fetched": sum(w["fetched"] for w in workers),
+                "pages_per_s": round(sum(w["pages_per_s"] for w in workers if w["alive"]), 1),
+                "seeds": config.get("seeds", [])}
+    finally:
+        await client.aclose()
+
+
+def print_cluster_stats(redis_url: str, crawl_id: str, as_json: bool) -> None:
+    from .cli import _run
+
+    s = _run(cluster_stats(redis_url, crawl_id))
+    if as_json:
+        click.echo(json.dumps(s, indent=2))
+        return
+    click.echo(f"crawl {s['crawl_id']}: {'finished' if s['finished'] else 'running'}, {s['pending']:,} URLs "
+               f"queued or in flight, {s['hosts']:,} hosts, {s['fetched']:,} fetched, "
+               f"{s['workers_alive']} workers alive, {s['pages_per_s']} pages/s")
+    for w in s["workers"]:
+        click.echo(f"  {w['worker']}: {'alive' if w['alive'] else 'gone'}, {w['hosts']} hosts, "
+                   f"{w['fetched']:,} fetched, {w['queued']:,} queued, {w['in_flight']} in flight, "
+                   f"{w['pages_per_s']} pages/s")

@@ -1,0 +1,848 @@
+"""The Redis frontier: the frontier seam (:mod:`skitter.frontier.base`) for many workers sharing one
+Redis or Redis Cluster. Distribution is this backend plus a membership layer, not a second crawl
+loop: each worker runs the ordinary loop (skitter.loop) with a :class:`RedisFrontier`.
+
+What lives where (``P`` = ``sk``, ``C`` = the crawl id, ``H`` = a host key):
+
+- ``sk:C:seen:…``            the shared URL-seen set (:class:`~.seen.RedisSeenSet`): a URL is
+                              admitted once in the whole cluster.
+- ``sk:{C/H}:q``             a hash, fingerprint -> record (JSON: url, depth, parent, priority,
+                              seq, redirects, attempts, due) of every admitted URL of the host not
+                              done yet: queued, due later, or in flight. It is the truth a worker
+                              that dies leaves behind; its hosts' next owners load it.
+- ``sk:{C/H}:lease``         ``WORKER:TOKEN`` with an expiry: who crawls the host. ``TOKEN``
+                              comes from ``sk:{C/H}:tok`` (INCR: the fencing token), and every
+                              write of the holder (a URL done or due again) runs in a script that
+                              checks the lease first, so a worker that lost the host (paused past
+                              its lease) cannot change its queue. ``sk:{C/H}:pol`` is the host's
+                              politeness time (epoch seconds) as its last holder left it.
+- ``sk:{C}:members``          a sorted set, worker -> its last heartbeat (epoch seconds); the
+                              live ones (a heartbeat within ``member_ttl``) form the ring
+                              (:class:`~.ring.Ring`, consistent hashing with virtual nodes).
+- ``sk:{C}:hosts``            every host with admitted URLs (the set a new owner scans).
+- ``sk:{C}:inbox:W``          batches of URLs other workers found for hosts W owns (a list of
+                              JSON batches): hand-off, one RPUSH per owner per page, in the same
+                              pipeline as the records.
+- ``sk:{C}:pending``          URLs admitted and not done, cluster-wide. It reaches 0 only when
+                              nothing is queued or in flight anywhere, and then stays 0 (a URL is
+                              admitted only while its parent is pending): global termination.
+- ``sk:{C}:config``, ``sk:{C}:stats:W``   the crawl's settings; each worker's figures.
+
+The worker's own part is a :class:`~skitter.frontier.local.LocalFrontier` on the worker's crawl
+database, holding the hosts this worker leases: the same scheduling (politeness, due times,
+priorities) as a local crawl. A URL done is written to Redis only after the store has committed
+the page (:meth:`RedisFrontier.committed`, called by the loop's committer), so a worker killed at
+any moment loses nothing: what it had not committed is still in its hosts' queues in Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from redis import exceptions as rex
+
+from ..clock import SYSTEM, Clock
+from ..frontier.local import LocalFrontier
+from ..frontier.politeness import Politeness
+from ..models import Candidate, Outcome
+from ..store.db import CrawlDB
+from ..urls import fingerprint, host_key
+from .ring import Ring
+from .seen import RedisSeenSet, _Script
+
+log = logging.getLogger("skitter.distributed")
+
+__all__ = ["RedisFrontier", "CrawlKeys", "create_crawl", "read_crawl_config", "worker_id"]
+
+
+def worker_id() -> str:
+    """A worker's name: host, pid and a random part (a restarted worker is a new member)."""
+    host = socket.gethostname().replace(":", "-").replace("{", "").replace("}", "")[:40]
+    return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+class CrawlKeys:
+    """The Redis key names of one crawl."""
+
+    def __init__(self, crawl_id: str) -> None:
+        if not crawl_id or any(ch in crawl_id for ch in "{}/: "):
+            raise ValueError(f"a crawl id has no braces, slashes, colons or spaces, got {crawl_id!r}")
+        self.crawl_id = crawl_id
+        g = f"sk:{{{crawl_id}}}"
+        self.members = f"{g}:members"
+        self.hosts = f"{g}:hosts"
+        self.pending = f"{g}:pending"
+        self.config = f"{g}:config"
+        self.seen_prefix = f"sk:{crawl_id}"
+        self._g = g
+
+    def inbox(self, worker: str) -> str:
+        return f"{self._g}:inbox:{worker}"
+
+    def stats(self, worker: str) -> str:
+        return f"{self._g}:stats:{worker}"
+
+    def host(self, host: str, what: str) -> str:
+        return f"sk:{{{self.crawl_id}/{host}}}:{what}"
+
+
+# -- scripts (each touches the keys of one host: one slot of a cluster) --------------------------
+
+_ACQUIRE = _Script.of("""
+-- KEYS: lease, tok, q, pol; ARGV: worker, ttl ms. The lease if free (or already ours): token,
+-- the host's records, its politeness time. nil if another worker holds it.
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local w = string.match(cur, '^(.*):%d+$')
+  if w ~= ARGV[1] then return nil end
+end
+local t = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. t, 'PX', ARGV[2])
+return {t, redis.call('HGETALL', KEYS[3]), redis.call('GET', KEYS[4]) or ''}
+""")
+
+_RENEW = _Script.of("""
+-- KEYS: lease, pol; ARGV: WORKER:TOKEN, ttl ms, politeness time. 1 if still ours.
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('SET', KEYS[2], ARGV[3], 'EX', 86400)
+return 1
+""")
+
+_RELEASE = _Script.of("""
+-- KEYS: lease, pol; ARGV: WORKER:TOKEN, politeness time.
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('SET', KEYS[2], ARGV[2], 'EX', 86400)
+return 1
+""")
+
+_DONE = _Script.of("""
+-- KEYS: lease, q; ARGV: WORKER:TOKEN, then (fingerprint, record) pairs: an empty record deletes
+-- (the URL is done), another replaces (due again). -1 if the lease is not ours (fenced), else
+-- the number of records deleted.
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+local n = 0
+for i = 2, #ARGV, 2 do
+  if ARGV[i + 1] == '' then
+    n = n + redis.call('HDEL', KEYS[2], ARGV[i])
+  else
+    redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+  end
+end
+return n
+""")
+
+_ADMIT = _Script.of("""
+-- The URL-seen test and the queueing of the new URLs in one atomic step (a single Redis: a
+-- worker killed between the two would leave URLs seen and never queued).
+-- KEYS: nb seen buckets, pending, hosts, nq host queues.
+-- ARGV: width, nb, nq, nb packed remainders (one string per bucket), nq host names, then per
+-- remainder in bucket order: queue index (1-based), fingerprint, record.
+local w = tonumber(ARGV[1])
+local nb, nq = tonumber(ARGV[2]), tonumber(ARGV[3])
+local function has(bucket, rem)
+  local at = string.find(bucket, rem, 1, true)
+  while at and (at - 1) % w ~= 0 do
+    at = string.find(bucket, rem, at + 1, true)
+  end
+  return at ~= nil
+end
+local flags = {}
+local k = 4 + nb + nq
+local new, used = 0, {}
+for i = 1, nb do
+  local bucket = redis.call('GET', KEYS[i]) or ''
+  local before = #bucket
+  local rems = ARGV[3 + i]
+  for j = 1, #rems, w do
+    local rem = string.sub(rems, j, j + w - 1)
+    local q, fp, rec = tonumber(ARGV[k]), ARGV[k + 1], ARGV[k + 2]
+    k = k + 3
+    if has(bucket, rem) then
+      flags[#flags + 1] = '0'
+    else
+      bucket = bucket .. rem
+      flags[#flags + 1] = '1'
+      redis.call('HSET', KEYS[nb + 2 + q], fp, rec)
+      new = new + 1
+      used[q] = true
+    end
+  end
+  if #bucket > before then
+    redis.call('APPEND', KEYS[i], string.sub(bucket, before + 1))
+  end
+end
+for q in pairs(used) do redis.call('SADD', KEYS[nb + 2], ARGV[3 + nb + q]) end
+local pending = redis.call('INCRBY', KEYS[nb + 1], new)
+return {table.concat(flags), pending}
+""")
+
+_ZERO_IF = _Script.of("""
+-- KEYS: pending; ARGV: the value seen. Set to 0 if unchanged (a count left too high by a crash).
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], 0) return 1 end
+return 0
+""")
+
+
+def _record(c: Candidate, seq: int, due: float | None = None) -> str:
+    return json.dumps([c.url, c.depth, c.parent, c.priority, seq, c.redirects, c.attempts, due],
+                      separators=(",", ":"))
+
+
+def _decode(raw: bytes | str) -> tuple[Candidate, int, float | None]:
+    url, depth, parent, priority, seq, redirects, attempts, due = json.loads(raw)
+    return Candidate(url=url, depth=depth, parent=parent, priority=priority, redirects=redirects,
+                     attempts=attempts), seq, due
+
+
+async def create_crawl(client, keys: CrawlKeys, config: dict[str, Any]) -> bool:
+    """Store the crawl's settings (the first ``crawl --redis`` creates the crawl; a later one
+    joins it with the stored settings) and hold the crawl open (+1 pending) until this process
+    has queued the seeds (:class:`RedisFrontier` ``hold=True`` lets go). True if created."""
+    async with client.pipeline(transaction=False) as pipe:
+        pipe.set(keys.config, json.dumps(config), nx=True)
+        pipe.incrby(keys.pending, 1)
+        created, _ = await pipe.execute()
+    return bool(created)
+
+
+async def read_crawl_config(client, keys: CrawlKeys) -> dict[str, Any] | None:
+    raw = await client.get(keys.config)
+    return None if raw is None else json.loads(raw)
+
+
+class _Owned(LocalFrontier):
+    """The local scheduler of the hosts this worker holds: a host not held (never leased, or
+    leaving) is never scheduled."""
+
+    held: set[str]
+    leaving: set[str]
+
+    def _schedule(self, h, now):   # noqa: ANN001 - LocalFrontier's own signature
+        if h.key not in self.held or h.key in self.leaving:
+            return
+        super()._schedule(h, now)
+
+
+class RedisFrontier:
+    """Implements :class:`skitter.frontier.base.Frontier` (and ``Reprioritizing``) on Redis.
+
+    ``db``: the worker's crawl database (its ``urls`` rows are this worker's cache of its hosts'
+    queues; the queues in Redis are the truth, so rows not done are dropped when it starts).
+    ``immediate``: write each URL done to Redis at once instead of after the store's commit (for
+    a frontier used without a store, as the contract tests do). ``hold``: this process created
+    the crawl (:func:`create_crawl`) and lets go of its hold once the seeds are queued.
+    """
+
+    def __init__(self, client, crawl_id: str, db: CrawlDB, policy: Politeness, *, worker: str | None = None,
+                 clock: Clock = SYSTEM, window: int = 32, immediate: bool = False, hold: bool = False,
+                 heartbeat: float = 0.5, member_ttl: float = 3.0, lease_ttl: float = 5.0) -> None:
+        self.client = client
+        self.keys = CrawlKeys(crawl_id)
+        self.worker = worker or worker_id()
+        self.seen = RedisSeenSet(client, self.keys.seen_prefix)
+        self.db = db
+        db.ensure_tx()
+        db.conn.execute("DELETE FROM urls WHERE state != 2")   # the queues in Redis are the truth
+        db.commit()
+        self.local = _Owned(db, policy, window=window, clock=clock)
+        self.local.held = set()
+        self.local.leaving = set()
+        self.clock = clock
+        self.immediate = immediate
+        self._hold = hold
+        self.heartbeat, self.member_ttl, self.lease_ttl = heartbeat, member_ttl, lease_ttl
+        self.tokens: dict[str, str] = {}          # host held -> "WORKER:TOKEN"
+        self.ring = Ring([self.worker])
+        self.members: list[str] = [self.worker]
+        self.known_hosts: set[str] = set()        # hosts this process has put in sk:{C}:hosts
+        self.wanted: set[str] = set()             # hosts the ring gives us, not leased yet
+        self._acquiring: set[str] = set()         # hosts whose lease is being asked for
+        self._buf: list[tuple[str, int, str]] = []   # (host, fp, record or "") not yet in Redis
+        self._seq = 0
+        self.pending: int | None = None           # the last value of sk:{C}:pending we read
+        self._stopped = False
+        self._task: asyncio.Task | None = None
+        self._rescan = True
+        self._idle_pending: tuple[int, int] = (-1, 0)
+        self.fetched = 0
+        self.moved_in = self.moved_out = self.handed_off = self.fenced = 0
+        self._redis_down_since: float | None = None
+        self._started = time.time()
+
+    # -- the Frontier interface -----------------------------------------------------------------
+    async def add(self, candidates: Sequence[Candidate], *, decided: bool = False) -> list[Candidate]:
+        if not candidates:
+            return []
+        fps = [fingerprint(c.url) for c in candidates]
+        if not decided and not self.seen._cluster:
+            return await self._add_atomic(candidates, fps)
+        flags = await self._retrying(self.seen.add_many, fps, lost_reply_ok=False)
+        new = [c for c, f in zip(candidates, flags) if f]
+        if decided or not new:
+            if decided and new:
+                self.local.admit(new, decided=True)
+            return new
+        by_host: dict[str, list[tuple[Candidate, int]]] = defaultdict(list)
+        for c, fp, f in zip(candidates, fps, flags):
+            if f:
+                by_host[host_key(c.url)].append((c, fp))
+        mine: list[Candidate] = []
+        acquire: list[str] = []
+        handoff: dict[str, dict[str, list]] = defaultdict(dict)
+        async with self.client.pipeline(transaction=False) as pipe:
+            for host, items in by_host.items():
+                mapping = {}
+                recs = []
+                for c, fp in items:
+                    self._seq += 1
+                    rec = _record(c, self._seq)
+                    mapping[str(fp)] = rec
+                    recs.append(rec)
+                pipe.hset(self.keys.host(host, "q"), mapping=mapping)
+                if host not in self.known_hosts:
+                    pipe.sadd(self.keys.hosts, host)
+                owner = self.ring.owner(host)
+                if owner == self.worker:
+                    if host in self.local.held and host not in self.local.leaving:
+                        mine.extend(c for c, _ in items)
+                    elif host not in self.local.held:
+                        acquire.append(host)
+                else:
+                    handoff[owner][host] = recs
+            for owner, hosts in handoff.items():
+                pipe.rpush(self.keys.inbox(owner), json.dumps(hosts, separators=(",", ":")))
+                self.handed_off += sum(len(r) for r in hosts.values())
+            pipe.incrby(self.keys.pending, len(new))
+            replies = await pipe.execute()
+        self.known_hosts.update(by_host)
+        self.pending = replies[-1]
+        if mine:
+            self.local.admit(mine)
+        if acquire:
+            await self._acquire(acquire)
+        return new
+
+    async def _add_atomic(self, candidates: Sequence[Candidate], fps: list[int]) -> list[Candidate]:
+        """:meth:`add` on a single Redis: the seen test and the records in one script, then the
+        hand-off to other owners (what they miss, they load from the host's queue)."""
+        from .seen import WIDTH, _REMAINDER, _SHIFT, _U64
+
+        by_bucket: dict[int, list[int]] = {}
+        for pos, fp in enumerate(fps):
+            by_bucket.setdefault((fp & _U64) >> _SHIFT, []).append(pos)
+        hosts = [host_key(c.url) for c in candidates]
+        qindex: dict[str, int] = {}
+        for h in hosts:
+            qindex.setdefault(h, len(qindex) + 1)
+        buckets = list(by_bucket)
+        order = [p for b in buckets for p in by_bucket[b]]
+        records = []
+        for p in order:
+            self._seq += 1
+            records.append(_record(candidates[p], self._seq))
+        keys = [self.seen.key(b) for b in buckets] + [self.keys.pending, self.keys.hosts] + \
+            [self.keys.host(h, "q") for h in qindex]
+        args: list = [WIDTH, len(buckets), len(qindex)]
+        args += [b"".join((fps[p] & _REMAINDER).to_bytes(WIDTH, "big") for p in by_bucket[b]) for b in buckets]
+        args += list(qindex)
+        for p, rec in zip(order, records):
+            args += [qindex[hosts[p]], str(fps[p]), rec]
+        (flags, pending), = await self._retrying(self._scripts, _ADMIT, [("", keys, args)])
+        self.pending = pending
+        is_new = [False] * len(candidates)
+        for p, flag in zip(order, flags):
+            is_new[p] = flag == 49 or flag == "1"
+        new = [c for c, f in zip(candidates, is_new) if f]
+        if not new:
+            return new
+        mine: list[Candidate] = []
+        acquire: list[str] = []
+        handoff: dict[str, dict[str, list]] = defaultdict(dict)
+        rec_of = dict(zip(order, records))
+        for p, c in enumerate(candidates):
+            if not is_new[p]:
+                continue
+            host = hosts[p]
+            owner = self.ring.owner(host)
+            if owner == self.worker:
+                if host in self.local.held:
+                    if host not in self.local.leaving:
+                        mine.append(c)
+                elif host not in acquire:
+                    acquire.append(host)
+            else:
+                handoff[owner].setdefault(host, []).append(rec_of[p])
+        if handoff:
+            await self._retrying(self._hand_off, handoff)
+        if mine:
+            self.local.admit(mine)
+        if acquire:
+            await self._retrying(self._acquire, acquire)
+        return new
+
+    async def _hand_off(self, handoff: dict[str, dict[str, list]]) -> None:
+        async with self.client.pipeline(transaction=False) as pipe:
+            for owner, batch in handoff.items():
+                pipe.rpush(self.keys.inbox(owner), json.dumps(batch, separators=(",", ":")))
+            await pipe.execute()
+        self.handed_off += sum(len(r) for batch in handoff.values() for r in batch.values())
+
+    async def next_ready(self) -> Candidate | None:
+        if self._hold:
+            self._hold = False
+            self.pending = await self._retrying(self.client.decr, self.keys.pending, lost_reply_ok=False)
+        local = self.local
+        while not self._stopped:
+            cand = local._pop_ready()
+            if cand is not None:
+                return cand
+            if self.pending == 0 and not local._leases and not self._buf:
+                local._wake.set()
+                return None   # nothing queued or in flight anywhere: the crawl is over
+            local._wake.clear()
+            timeout = None
+            if local._timers:
+                timeout = max(0.0, local._timers[0][0] - self.clock.monotonic())
+            if self._task is not None:   # the membership task wakes us when work or the end comes
+                timeout = self.heartbeat if timeout is None else min(timeout, self.heartbeat)
+            try:
+                await asyncio.wait_for(local._wake.wait(), timeout)
+            except TimeoutError:
+                pass
+        return None
+
+    async def done(self, candidate: Candidate, outcome: Outcome) -> None:
+        host = host_key(candidate.url)
+        fp = fingerprint(candidate.url)
+        local = self.local
+        if outcome.requested:
+            self.fetched += 1
+        local.finish(candidate, outcome)
+        if outcome.due is None:
+            self._buf.append((host, fp, ""))
+        else:
+            self._seq += 1
+            self._buf.append((host, fp, _record(candidate, self._seq, outcome.due)))
+        if self.immediate:
+            await self.flush()
+
+    async def committed(self) -> None:
+        """The store has committed every page done so far: make those URLs done in Redis too,
+        then let go of the hosts this worker is leaving. While Redis is unreachable they wait."""
+        try:
+            await self.flush()
+        except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+            if self._redis_down_since is None:
+                self._redis_down_since = time.monotonic()
+                _say(f"Redis unreachable ({exc}); waiting for it")
+
+    def stop(self) -> None:
+        self._stopped = True
+        self.local.stop()
+
+    def seen_recently(self, url: str) -> bool:
+        return self.local.seen_recently(url)
+
+    async def reprioritize(self, changes: Sequence[tuple[str, float]]) -> None:
+        await self.local.reprioritize(changes)
+
+    @property
+    def queued(self) -> int:
+        return self.local.queued
+
+    @property
+    def in_flight(self) -> int:
+        return self.local.in_flight
+
+    @property
+    def active_hosts(self) -> int:
+        return self.local.active_hosts
+
+    def held_hosts(self, limit: int = 3) -> tuple[int, list[tuple[str, float, float]]]:
+        return self.local.held_hosts(limit)
+
+    # -- writes ----------------------------------------------------------------------------------
+    async def flush(self, release: bool = True) -> None:
+        """Write the URLs done (or due again) to their hosts' queues in Redis, one script call per
+        host, pipelined; then the count of pending URLs; then release the hosts we are leaving."""
+        if self._buf:
+            buf, self._buf = self._buf, []
+            by_host: dict[str, list[str]] = defaultdict(list)
+            for host, fp, rec in buf:
+                by_host[host].extend((str(fp), rec))
+            calls = []
+            for host, args in by_host.items():
+                token = self.tokens.get(host)
+                if token is None:
+                    self.fenced += len(args) // 2
+                    continue
+                calls.append((host, [self.keys.host(host, "lease"), self.keys.host(host, "q")], [token, *args]))
+            try:
+                replies = await self._scripts(_DONE, calls)
+            except BaseException:
+                self._buf = buf + self._buf   # a script that ran changes nothing when run again
+                raise
+            deleted = 0
+            for (host, _, _), n in zip(calls, replies):
+                if n < 0:
+                    _debug(f"fenced on {host}")
+                    self.fenced += 1
+                    self._lost(host)
+                else:
+                    deleted += n
+            if deleted:
+                self.pending = await self.client.decrby(self.keys.pending, deleted)
+                if self.pending <= 0:
+                    self.local._wake.set()
+        if release:
+            await self._release_leaving()
+
+    async def _scripts(self, script: _Script, calls: list[tuple[str, list[str], list]]) -> list:
+        if not calls:
+            return []
+
+        async def run(todo):
+            async with self.client.pipeline(transaction=False) as pipe:
+                for _, keys, args in todo:
+                    pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+                return await pipe.execute(raise_on_error=False)
+
+        replies = await run(calls)
+        missing = [i for i, r in enumerate(replies) if isinstance(r, rex.NoScriptError)]
+        if missing:
+            await self.client.script_load(script.source)
+            for i, r in zip(missing, await run([calls[i] for i in missing])):
+                replies[i] = r
+        for r in replies:
+            if isinstance(r, Exception):
+                raise r
+        return replies
+
+    # -- hosts: acquire, lose, release ------------------------------------------------------------
+    async def _acquire(self, hosts: Sequence[str]) -> None:
+        """Lease the hosts and load their queues; those leased by another worker stay wanted."""
+        hosts = [h for h in dict.fromkeys(hosts) if h not in self.local.held and h not in self._acquiring]
+        if not hosts:
+            return
+        ttl = int(self.lease_ttl * 1000)
+        self._acquiring.update(hosts)
+        try:
+            replies = await self._scripts(_ACQUIRE, [
+                (h, [self.keys.host(h, "lease"), self.keys.host(h, "tok"), self.keys.host(h, "q"),
+                     self.keys.host(h, "pol")], [self.worker, ttl]) for h in hosts])
+        finally:
+            self._acquiring.difference_update(hosts)
+        for host, reply in zip(hosts, replies):
+            if reply is None:
+                self.wanted.add(host)
+                continue
+            self.wanted.discard(host)
+            token, flat, pol = reply
+            self.tokens[host] = f"{self.worker}:{int(token)}"
+            _debug(f"acquired {host} token {int(token)} with {len(flat) // 2} URLs")
+            self._load(host, flat, float(pol) if pol else None)
+
+    def _load(self, host: str, flat: list, pol: float | None) -> None:
+        """A host just leased: its queue from Redis into the local frontier (replacing any row of
+        an earlier lease: what Redis still holds is not done)."""
+        local = self.local
+        local.held.add(host)
+        local.leaving.discard(host)
+        h = local._host(host)
+        if pol is not None:
+            h.clock.next_time = max(h.clock.next_time, pol - local._epoch)
+        decoded = sorted((_decode(flat[i + 1]) + (int(flat[i]),) for i in range(0, len(flat), 2)),
+                         key=lambda r: r[1])
+        rows = []
+        # in the order they were admitted, numbered anew: the seq of records written by several
+        # workers may repeat, and a host's window breaks ties by seq
+        for c, _, due, fp in decoded:
+            self._seq = local.seq = max(self._seq, local.seq) + 1
+            rows.append((fp, c.url, host, c.depth, c.parent, c.priority, self._seq, c.redirects, c.attempts, due))
+        db = self.db
+        db.ensure_tx()
+        db.conn.executemany(
+            "INSERT OR REPLACE INTO urls (fp, url, host, depth, parent, priority, seq, state, redirects, attempts, due)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)", rows)
+        self.moved_in += 1
+        self._recount(h)
+
+    def _recount(self, h) -> None:   # noqa: ANN001
+        local = self.local
+        ready, waiting, next_due = self.db.conn.execute(
+            "SELECT coalesce(sum(due IS NULL), 0), coalesce(sum(due IS NOT NULL), 0), min(due) FROM urls"
+            " WHERE host = ? AND state = 0", (h.key,)).fetchone()
+        local._queued += ready + waiting - h.ready - h.waiting
+        h.ready, h.waiting, h.next_due = ready, waiting, next_due
+        h.scheduled = False
+        h.entry = -1      # any heap entry of it is stale
+        local._schedule(h, self.clock.monotonic())
+        local._wake.set()
+
+    def _lost(self, host: str) -> None:
+        """The ring gave the host to another worker, or its lease was lost: hand out nothing more
+        of it; it is released once nothing of it is in flight (:meth:`_release_leaving`)."""
+        if host in self.local.held:
+            _debug(f"leaving {host}")
+            self.local.leaving.add(host)
+            h = self.local.hosts.get(host)
+            if h is not None:
+                h.scheduled = False
+                h.entry = -1
+
+    async def _release_leaving(self) -> None:
+        local = self.local
+        done = [k for k in local.leaving if not local.hosts[k].clock.active
+                and not any(b[0] == k for b in self._buf)]
+        if not done:
+            return
+        calls = [(k, [self.keys.host(k, "lease"), self.keys.host(k, "pol")],
+                  [self.tokens.get(k, ""), repr(local.hosts[k].clock.next_time + local._epoch)]) for k in done]
+        await self._scripts(_RELEASE, calls)
+        _debug(f"released {done}")
+        for k in done:
+            self._drop(k)
+            self.moved_out += 1
+
+    def _drop(self, key: str) -> None:
+        local = self.local
+        h = local.hosts[key]
+        n = self.db.conn.execute("SELECT count(*) FROM urls WHERE host = ? AND state = 0", (key,)).fetchone()[0]
+        local._queued -= n + len(h.window)
+        local._mem -= len(h.window)
+        self.db.ensure_tx()
+        self.db.conn.execute("DELETE FROM urls WHERE host = ? AND state != 2", (key,))
+        h.window.clear()
+        h.first = h.ready = h.waiting = 0
+        h.next_due = None
+        h.scheduled = False
+        h.entry = -1
+        local.held.discard(key)
+        local.leaving.discard(key)
+        self.tokens.pop(key, None)
+
+    # -- membership: heartbeats, the ring, hand-off, leases ---------------------------------------
+    def start(self) -> None:
+        """Join the crawl: heartbeats, the ring over the live workers, the inbox, lease renewal."""
+        if self._task is None:
+            self._started = time.time()
+            self._task = asyncio.ensure_future(self._maintain())
+
+    async def _maintain(self) -> None:
+        renew_every = self.lease_ttl / 3
+        last_renew = 0.0
+        last_scan = 0.0
+        while not self._stopped:
+            try:
+                await self._tick()
+                now = time.monotonic()
+                if now - last_renew >= renew_every:
+                    await self._renew()
+                    last_renew = now
+                idle = not self.local._leases and not self.local._ready and not self.local._timers
+                if self._rescan or (idle and self.pending and now - last_scan >= 2.0) or self.wanted:
+                    await self._scan()
+                    last_scan = now
+                if self.immediate:
+                    await self._release_leaving()
+                if self._redis_down_since is not None:
+                    log.warning("Redis is back after %.0f s", time.monotonic() - self._redis_down_since)
+                    _say(f"Redis is back after {time.monotonic() - self._redis_down_since:.0f} s")
+                    self._redis_down_since = None
+            except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+                if self._redis_down_since is None:
+                    self._redis_down_since = time.monotonic()
+                    _say(f"Redis unreachable ({exc}); waiting for it")
+            except Exception as exc:   # a bug here must not silently end the heartbeats
+                _say(f"internal error in the membership task: {type(exc).__name__}: {exc}")
+                if os.environ.get("SKITTER_DEBUG"):
+                    raise
+            await asyncio.sleep(self.heartbeat)
+
+    async def _tick(self) -> None:
+        now = time.time()
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.zadd(self.keys.members, {self.worker: now})
+            pipe.zrangebyscore(self.keys.members, now - self.member_ttl, "+inf")
+            pipe.lpop(self.keys.inbox(self.worker), 1000)
+            pipe.get(self.keys.pending)
+            pipe.hset(self.keys.stats(self.worker), mapping=self._figures(now))
+            pipe.expire(self.keys.stats(self.worker), 3600)
+            _, members, inbox, pending, _, _ = await pipe.execute()
+        members = sorted(m.decode() if isinstance(m, bytes) else m for m in members)
+        if self.worker not in members:
+            members = sorted([*members, self.worker])
+        if members != self.members:
+            _debug(f"members {members}")
+            self.members = members
+            self.ring = Ring(members)
+            for host in list(self.local.held):
+                if self.ring.owner(host) != self.worker:
+                    self._lost(host)
+            self.wanted = {h for h in self.wanted if self.ring.owner(h) == self.worker}
+            self._rescan = True
+        for batch in inbox or ():
+            self._receive(json.loads(batch))
+        self.pending = int(pending or 0)
+        if self.pending == 0:
+            self.local._wake.set()
+        elif self._idle_pending[0] == self.pending:
+            self._idle_pending = (self.pending, self._idle_pending[1] + 1)
+        else:
+            self._idle_pending = (self.pending, 0)
+
+    def _figures(self, now: float) -> dict[str, Any]:
+        return {"fetched": self.fetched, "queued": self.queued, "in_flight": self.in_flight,
+                "hosts": len(self.local.held), "at": now, "started": self._started, "handed_off": self.handed_off,
+                "moved_in": self.moved_in, "moved_out": self.moved_out, "fenced": self.fenced}
+
+    def _receive(self, batch: dict[str, list[str]]) -> None:
+        """URLs another worker found for hosts the ring gives us."""
+        for host, recs in batch.items():
+            if self.ring.owner(host) != self.worker:
+                continue   # the ring moved on: its owner loads it from the host's queue
+            if host in self.local.held:
+                if host not in self.local.leaving:
+                    self.local.admit([_decode(r)[0] for r in recs])
+            else:
+                self.wanted.add(host)
+
+    async def _renew(self) -> None:
+        if not self.tokens:
+            return
+        ttl = int(self.lease_ttl * 1000)
+        hosts = list(self.tokens)
+        replies = await self._scripts(_RENEW, [
+            (h, [self.keys.host(h, "lease"), self.keys.host(h, "pol")],
+             [self.tokens[h], ttl, repr(self.local.hosts[h].clock.next_time + self.local._epoch)]) for h in hosts])
+        for h, ok in zip(hosts, replies):
+            if not ok:
+                _debug(f"renewal failed on {h}")
+                self._lost(h)
+
+    async def _scan(self) -> None:
+        """Lease every host the ring gives us that has URLs in Redis; and, when every worker
+        seems idle with URLs still counted pending, count them exactly (a count a crash left too
+        high is set right)."""
+        self._rescan = False
+        mine = [h for h in await self._all_hosts()
+                if self.ring.owner(h) == self.worker and h not in self.local.held]
+        if mine:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for h in mine:
+                    pipe.hlen(self.keys.host(h, "q"))
+                lens = await pipe.execute()
+            await self._acquire([h for h, n in zip(mine, lens) if n])
+        if self.wanted:
+            await self._acquire(list(self.wanted))
+        if self._idle_pending[1] >= 6 and self.pending and not self.local._leases:
+            await self._resync_held()
+            await self._check_pending(self.pending)
+
+    async def _resync_held(self) -> None:
+        """A safety net for liveness: a host this worker holds with nothing local to do, nothing
+        in flight and nothing unwritten, whose queue in Redis is not empty (a hand-off lost to an
+        error), is loaded again from Redis."""
+        local = self.local
+        busy = {b[0] for b in self._buf}
+        idle = [k for k in local.held if k not in local.leaving and k not in busy
+                and not local.hosts[k].has_work() and not local.hosts[k].clock.active]
+        if not idle:
+            return
+        async with self.client.pipeline(transaction=False) as pipe:
+            for k in idle:
+                pipe.hgetall(self.keys.host(k, "q"))
+            got = await pipe.execute()
+        for k, records in zip(idle, got):
+            if records and k in local.held and not local.hosts[k].has_work():
+                _debug(f"resync {k}: {len(records)} URLs")
+                self._load(k, [x for pair in records.items() for x in pair], None)
+
+    async def _all_hosts(self) -> list[str]:
+        return [h.decode() if isinstance(h, bytes) else h async for h in self.client.sscan_iter(self.keys.hosts, count=1000)]
+
+    async def _check_pending(self, seen: int) -> None:
+        hosts = await self._all_hosts()
+        total = 0
+        async with self.client.pipeline(transaction=False) as pipe:
+            for h in hosts:
+                pipe.hlen(self.keys.host(h, "q"))
+            total = sum(await pipe.execute())
+        if total == 0:
+            await self._scripts(_ZERO_IF, [("", [self.keys.pending], [seen])])
+        self._idle_pending = (seen, 0)
+
+    async def aclose(self) -> None:
+        """Leave the crawl: write what is done, release every lease, leave the ring."""
+        self._stopped = True
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        try:
+            # The store is closed by now (and committed everything done): write those URLs, then
+            # release every lease with nothing in flight (an abandoned URL's host waits for its
+            # lease to expire, so its politeness holds), without touching the local database.
+            await self.flush(release=False)
+            local = self.local
+            free = [k for k in self.tokens if not local.hosts[k].clock.active]
+            await self._scripts(_RELEASE, [
+                (k, [self.keys.host(k, "lease"), self.keys.host(k, "pol")],
+                 [self.tokens[k], repr(local.hosts[k].clock.next_time + local._epoch)]) for k in free])
+            figures = self._figures(time.time())
+            figures["hosts"] = 0
+            await self.client.hset(self.keys.stats(self.worker), mapping=figures)
+            await self.client.zadd(self.keys.members, {self.worker: 0})   # gone: kept for stats --redis
+        except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+            _say(f"could not leave the crawl cleanly ({exc}); its leases expire in {self.lease_ttl:g} s")
+
+    async def _retrying(self, fn, *args, lost_reply_ok: bool = True):
+        """Call ``fn``; while Redis is unreachable (down, restarting), say so once and try again
+        with backoff. A call whose reply was lost may have run: retried, the admission script
+        finds its URLs seen and queued already (their owners load them from their hosts' queues:
+        :meth:`_resync_held`), an acquisition finds the lease its own. With ``lost_reply_ok``
+        False only a refused connection is retried (nothing was sent)."""
+        wait = 0.2
+        while True:
+            try:
+                result = await fn(*args)
+            except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+                if self._stopped or (not lost_reply_ok and "connecting to" not in str(exc)):
+                    raise
+                if self._redis_down_since is None:
+                    self._redis_down_since = time.monotonic()
+                    _say(f"Redis unreachable ({exc}); retrying")
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, 5.0)
+                continue
+            if self._redis_down_since is not None:
+                _say(f"Redis is back after {time.monotonic() - self._redis_down_since:.0f} s")
+                self._redis_down_since = None
+            return result
+
+
+_DEBUG = bool(os.environ.get("SKITTER_DIST_DEBUG"))
+
+
+def _debug(message: str) -> None:
+    if _DEBUG:
+        import sys
+
+        print(f"{time.time():.3f} {os.getpid()} {message}", file=sys.stderr, flush=True)
+
+
+def _say(message: str) -> None:
+    import sys
+
+    print(f"skitter: {message}", file=sys.stderr, flush=True)

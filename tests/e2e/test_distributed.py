@@ -1,0 +1,267 @@
+"""End-to-end: a distributed crawl of the demo web by several real `skitter` processes on one real
+redis-server, all on loopback, checked from the web server's own access log: the same URL set as a
+local crawl, each URL fetched once in the whole cluster, politeness held across workers, every
+process exiting 0 (global termination); and a worker killed with kill -9 mid-crawl loses nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from skitter.demo.server import DemoServer
+from skitter.demo.web import DemoConfig
+
+pytestmark = pytest.mark.slow
+
+DELAY = 0.05
+COMMON = ["--delay", str(DELAY), "--per-host", "1", "--concurrency", "8", "--adaptive-delay", "0",
+          "--analysis-processes", "0", "--index-interval", "-1", "--quiet"]
+TIMING = "0.2,1.0,1.5"   # heartbeat, member TTL, lease TTL (s): a dead worker's hosts move within ~2 s
+WEB = DemoConfig(hosts=6, pages=240, seed=7, crawl_delay=0)
+
+
+def skitter(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "skitter", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def spawn(*args: str) -> subprocess.Popen:
+    env = dict(os.environ, SKITTER_REDIS_TIMING=TIMING)
+    return subprocess.Popen([sys.executable, "-m", "skitter", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish(procs: list[subprocess.Popen], timeout: float = 60) -> list[tuple[int, str]]:
+    deadline = time.monotonic() + timeout
+    out = []
+    for p in procs:
+        try:
+            _, err = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            _, err = p.communicate()
+        out.append((p.returncode, err))
+    if os.environ.get("SKITTER_DIST_DEBUG"):
+        for p, (rc, err) in zip(procs, out):
+            Path(f"{os.environ['SKITTER_DIST_DEBUG']}-{p.pid}.log").write_text(f"rc {rc}\n{err}")
+    return out
+
+
+def fetched_urls(directory: Path) -> list[str]:
+    out = skitter("export", str(directory), "--format", "jsonl")
+    assert out.returncode == 0, out.stderr
+    return [r["url"] for r in map(json.loads, out.stdout.splitlines()) if r["fetch_order"] is not None]
+
+
+def portless(urls, web) -> set[str]:
+    """The non-trap URLs without their port (each web server of a test listens on a port of its own)."""
+    return {re.sub(r":\d+/", "/", u, count=1) for u in urls if web.kind(u) != "trap"}
+
+
+def requests(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def check_politeness(entries: list[dict]) -> None:
+    """Per host: one connection at a time, starts at least DELAY apart (at the server: 99% within
+    5 ms of it, none below half of it), robots.txt requests included."""
+    by_host = defaultdict(list)
+    for e in entries:
+        by_host[e["host"]].append(e)
+    for host, es in by_host.items():
+        es.sort(key=lambda e: e["t0"])
+        for a, b in zip(es, es[1:]):
+            assert b["t0"] >= a["t1"], f"two connections at once to {host}: {a['path']} and {b['path']}"
+        gaps = sorted(b["t0"] - a["t0"] for a, b in zip(es, es[1:]))
+        assert gaps[len(gaps) // 100] >= DELAY - 0.005, f"requests to {host} closer than {DELAY} s"
+        assert gaps[0] >= DELAY / 2, f"requests to {host} closer than {DELAY} s"
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    import redis_servers
+
+    reason = redis_servers.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    server = redis_servers.RedisServer(tmp_path_factory.mktemp("redis")).start()
+    try:
+        yield server.url
+    finally:
+        server.kill()
+
+
+@pytest.fixture(scope="module")
+def local_urls(tmp_path_factory):
+    """What a local crawl of the same web fetches (the reference)."""
+    tmp = tmp_path_factory.mktemp("local")
+    with DemoServer(WEB, latency_ms=2) as srv:
+        res = skitter("crawl", *srv.web.seeds(), "-o", str(tmp / "crawl"), *COMMON)
+        assert res.returncode == 0, res.stderr
+        web = srv.web
+    urls = fetched_urls(tmp / "crawl")
+    return web, portless(urls, web)
+
+
+def test_three_workers_crawl_what_a_local_crawl_does(redis_url, local_urls, tmp_path):
+    _, expected = local_urls
+    log = tmp_path / "access.jsonl"
+    with DemoServer(WEB, latency_ms=2, access_log=log) as srv:
+        web = srv.web
+        procs = [spawn("crawl", *srv.web.seeds(), "-o", str(tmp_path / "w0"), "--redis", redis_url,
+                       "--crawl-id", "three", *COMMON)]
+        procs += [spawn("worker", "--redis", redis_url, "--crawl-id", "three", "-o", str(tmp_path / f"w{i}"), "-q")
+                  for i in (1, 2)]
+        results = finish(procs)
+    assert [rc for rc, _ in results] == [0, 0, 0], [err[-2000:] for _, err in results]
+    per_worker = [fetched_urls(tmp_path / f"w{i}") for i in range(3)]
+    assert sum(1 for urls in per_worker if urls) >= 2, "the work was not shared"
+    everything = [u for urls in per_worker for u in urls]
+    assert len(everything) == len(set(everything)), "a URL fetched by two workers"
+    assert portless(everything, web) == expected
+    entries = requests(log)
+    counts = Counter((e["host"], e["path"]) for e in entries if e["path"] != "/robots.txt")
+    assert [k for k, n in counts.items() if n > 1] == [], "a URL requested twice"
+    check_politeness(entries)
+    stats = json.loads(skitter("stats", "--redis", redis_url, "--crawl-id", "three", "--json").stdout)
+    assert stats["finished"] and stats["pending"] == 0
+    assert sum(w["fetched"] for w in stats["workers"]) == len(entries)   # requests, robots.txt included
+
+
+def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path):
+    _, expected = local_urls
+    log = tmp_path / "access.jsonl"
+    with DemoServer(WEB, latency_ms=2, access_log=log) as srv:
+        web = srv.web
+        procs = [spawn("crawl", *srv.web.seeds(), "-o", str(tmp_path / "w0"), "--redis", redis_url,
+                       "--crawl-id", "kill", *COMMON)]
+        procs += [spawn("worker", "--redis", redis_url, "--crawl-id", "kill", "-o", str(tmp_path / f"w{i}"), "-q")
+                  for i in (1, 2)]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not log.exists() or len(requests(log)) < 80):
+            time.sleep(0.1)
+        # the worker holding the most hosts (its name holds its pid)
+        cluster = json.loads(skitter("stats", "--redis", redis_url, "--crawl-id", "kill", "--json").stdout)
+        busiest = max((w for w in cluster["workers"] if w["alive"]), key=lambda w: w["hosts"])
+        assert busiest["hosts"] > 0
+        pid = int(busiest["worker"].split("-")[-2])
+        victim_index = [p.pid for p in procs].index(pid)
+        victim = procs.pop(victim_index)
+        os.kill(victim.pid, signal.SIGKILL)
+        killed_at = time.time()
+        victim.wait(timeout=10)
+        if os.environ.get("SKITTER_DIST_DEBUG"):
+            Path(f"{os.environ['SKITTER_DIST_DEBUG']}-{victim.pid}.log").write_text(victim.stderr.read())
+        time.sleep(1.0)
+        # restarted on its own directory: it resumes there, as a new member of the ring
+        procs.append(spawn("worker", "--redis", redis_url, "--crawl-id", "kill", "-o",
+                           str(tmp_path / f"w{victim_index}"), "-q"))
+        results = finish(procs)
+    assert [rc for rc, _ in results] == [0, 0, 0], [err[-2000:] for _, err in results]
+    assert all("internal error" not in err for _, err in results)
+    state = json.loads(skitter("stats", str(tmp_path / f"w{victim_index}"), "--json").stdout)["state"]
+    assert state == "finished"
+    everything = [u for i in range(3) for u in fetched_urls(tmp_path / f"w{i}")]
+    print(f"killed {busiest['worker']} holding {busiest['hosts']} hosts after {len(everything)} fetches")
+    assert portless(everything, web) >= expected, "pages lost with the killed worker"
+    entries = requests(log)
+    counts = Counter((e["host"], e["path"]) for e in entries if e["path"] != "/robots.txt")
+    repeated = {k for k, n in counts.items() if n > 1}
+    assert all(counts[k] == 2 for k in repeated)
+    first = {}
+    for e in sorted(entries, key=lambda e: e["t0"]):
+        first.setdefault((e["host"], e["path"]), e["t0"])
+    # Only what the killed worker had in flight, or fetched in the last commit interval (0.25 s: its
+    # store had not committed it, so it was not done in Redis either), is fetched again.
+    late = {k: round(killed_at - first[k], 3) for k in repeated if first[k] < killed_at - 0.6}
+    print(f"{len(repeated)} URLs fetched twice")
+    assert not late, f"URLs done well before the kill fetched again: {late}"
+    # merged: each URL once, nothing missing, the fetch order renumbered, search works on it
+    merged = tmp_path / "merged"
+    res = skitter("merge", *(str(tmp_path / f"w{i}") for i in range(3)), "-o", str(merged))
+    assert res.returncode == 0, res.stderr
+    out = skitter("export", str(merged), "--format", "jsonl")
+    records = [json.loads(line) for line in out.stdout.splitlines()]
+    urls = [r["url"] for r in records]
+    assert len(urls) == len(set(urls))
+    assert portless([r["url"] for r in records if r["fetch_order"] is not None], web) >= expected
+    orders = sorted(r["fetch_order"] for r in records if r["fetch_order"] is not None)
+    assert orders == list(range(1, len(orders) + 1))
+    assert sum(1 for r in records if r["outlinks"]) > 0
+    res = skitter("search", str(merged), "gardening", "--json")
+    assert res.returncode == 0 and res.stdout.strip(), res.stderr
+    check_politeness(entries)
+
+
+@pytest.fixture
+def own_cluster(tmp_path):
+    """A three-node Redis Cluster of this test alone (the session's shared one would outlive this
+    module, and tests that count this process's children, such as test_procpool's, would see it)."""
+    import redis_servers
+
+    reason = redis_servers.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    with redis_servers.RedisClusterNodes(tmp_path / "cluster") as cluster:
+        yield cluster
+
+
+def test_two_workers_on_a_redis_cluster(own_cluster, local_urls, tmp_path):
+    """The same crawl on the three-node Redis Cluster: every key of a host in one slot (hash tags),
+    the seen set spread over the nodes."""
+    _, expected = local_urls
+    redis_cluster = own_cluster
+    with DemoServer(WEB, latency_ms=2) as srv:
+        web = srv.web
+        procs = [spawn("crawl", *srv.web.seeds(), "-o", str(tmp_path / "w0"), "--redis", redis_cluster.url,
+                       "--crawl-id", "cluster", *COMMON),
+                 spawn("worker", "--redis", redis_cluster.url, "--crawl-id", "cluster", "-o", str(tmp_path / "w1"),
+                       "-q")]
+        results = finish(procs)
+    assert [rc for rc, _ in results] == [0, 0], [err[-2000:] for _, err in results]
+    everything = [u for i in range(2) for u in fetched_urls(tmp_path / f"w{i}")]
+    assert len(everything) == len(set(everything))
+    assert portless(everything, web) == expected
+    keys = []
+    for node in redis_cluster.nodes:
+        with node.admin() as client:
+            keys += client.keys("sk:*")
+    assert len({k.split(b"}")[0] for k in keys if b":seen:" in k}) > 50   # the seen set's tag groups
+
+
+def test_unreachable_redis_is_one_line(tmp_path):
+    res = skitter("worker", "--redis", "redis://127.0.0.1:1/0", "-o", str(tmp_path / "w"), timeout=30)
+    assert res.returncode == 1
+    assert res.stderr.count("\n") == 1 and "cannot connect to Redis at redis://127.0.0.1:1/0" in res.stderr
+
+
+def test_redis_restarted_mid_crawl(redis_servers, local_urls, tmp_path):
+    """Redis (with its append-only file) restarted mid-crawl: the workers wait for it (redis-py's
+    own retries, then ours, which say so) and the crawl completes with every page."""
+    _, expected = local_urls
+    server = redis_servers(appendonly=True)
+    log = tmp_path / "access.jsonl"
+    with DemoServer(WEB, latency_ms=2, access_log=log) as srv:
+        web = srv.web
+        procs = [spawn("crawl", *srv.web.seeds(), "-o", str(tmp_path / "w0"), "--redis", server.url,
+                       "--crawl-id", "restart", *COMMON),
+                 spawn("worker", "--redis", server.url, "--crawl-id", "restart", "-o", str(tmp_path / "w1"), "-q")]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not log.exists() or len(requests(log)) < 80):
+            time.sleep(0.1)
+        assert len(requests(log)) < 200, "the crawl ended before the restart"
+        server.stop()
+        time.sleep(2.0)
+        server.start()
+        results = finish(procs)
+    assert [rc for rc, _ in results] == [0, 0], [err[-2000:] for _, err in results]
+    everything = [u for i in range(2) for u in fetched_urls(tmp_path / f"w{i}")]
+    assert portless(everything, web) >= expected
