@@ -84,14 +84,14 @@ def parse_redis_url(url: str) -> RedisTarget:
                        password=unquote(parts.password or "") or None)
 
 
-async def connect(url: str, *, timeout: float = CONNECT_TIMEOUT) -> Redis | RedisCluster:
+async def connect(url: str, *, timeout: float = CONNECT_TIMEOUT) -> Redis | RedisCluster:  # noqa: ASYNC109
     """A client for the Redis or Redis Cluster at ``url``, checked with a PING.
 
     Raises :class:`RedisURLError` for a malformed URL (or a database other than 0 on a
     cluster) and :class:`RedisError` when the server cannot be used: refused or unreachable,
     a TLS failure, a wrong or missing password, no answer within ``timeout`` seconds.
     """
-    target = parse_redis_url(url)
+    target = parse_redis_url(url)   # (``timeout`` is the sockets', not an asyncio deadline)
     # Database 0, as a cluster refuses SELECT; a read timeout, as a server that accepts the
     # connection and never answers would otherwise hang here; no retries, which back off for
     # seconds (redis-py retries an AuthenticationError too). The client returned keeps

@@ -117,7 +117,7 @@ class _Script(NamedTuple):
     sha: str
 
     @classmethod
-    def of(cls, source: str) -> "_Script":
+    def of(cls, source: str) -> _Script:
         return cls(source, hashlib.sha1(source.encode()).hexdigest())
 
 
