@@ -31,6 +31,8 @@ class Analysis:
     fingerprints: "np.ndarray | None" = None  # the smallest winnowing fingerprints of the main text
     text: bytes | None = None     # the page's text as pages.text stores it (store.text.pack_text),
     #                               or None when the crawl process packs it (``pack=False``)
+    main_hash: str | None = None  # xxh3-64 of the title and main text (``main_hash=True``): what a
+    #                               recrawl compares, so boilerplate noise is no change
 
 
 def is_html(result: FetchResult) -> bool:
@@ -41,14 +43,17 @@ def is_html(result: FetchResult) -> bool:
 
 
 def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe: int | None = 0,
-            keep_text: bool = True, pack: bool = True, link_context: bool = True) -> Analysis:
+            keep_text: bool = True, pack: bool = True, link_context: bool = True,
+            main_hash: bool = False) -> Analysis:
     """``near_dup_probe``: how many of the page's smallest winnowing fingerprints the near-duplicate
     test needs (``NearDupIndex.probe``; None: all of them, 0: the test is off). ``pack``: deflate
     the page's text here (``Analysis.text``); if not, the crawl process does (see
     ``Crawler._analyse_opts``). ``keep_text``: whether the crawl process reads ``page.text``
     (focused strategies do); if not and the text is packed, only the packed text goes back, a
     third of the bytes through the pipe. ``link_context``: fill in the links' ``context``
-    (only SharkSearch reads it: ``Scorer.reads_link_context``)."""
+    (only SharkSearch reads it: ``Scorer.reads_link_context``). ``main_hash``: also the checksum
+    of the page's title and main text (``Analysis.main_hash``, for a recrawl's change detection:
+    a rotating ad or a date in the footer changes the body, not the main text)."""
     warc = encode_pair(result, target_uri=target_uri)
     status = result.status
     if status is None or not 200 <= status < 300:
@@ -61,20 +66,23 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe:
 
         kw = dict(x_robots_tag=result.header("x-robots-tag"), user_agent_token=ua_token,
                   link_context=link_context)
-        fps = None
-        if near_dup_probe == 0:
+        fps = mhash = None
+        if near_dup_probe == 0 and not main_hash:
             page = parse_html(result.body, target_uri, result.header("content-type"), **kw)
         else:
-            from .dedup import winnow, winnow_smallest
-
             page, main = parse_with_main_text(result.body, target_uri, result.header("content-type"), **kw)
-            fps = winnow(main) if near_dup_probe is None else winnow_smallest(main, near_dup_probe)
+            if near_dup_probe != 0:
+                from .dedup import winnow, winnow_smallest
+
+                fps = winnow(main) if near_dup_probe is None else winnow_smallest(main, near_dup_probe)
+            if main_hash:
+                mhash = xxhash.xxh3_64_hexdigest(f"{page.title}\n{main}".encode("utf-8", "surrogatepass"))
         if not pack:
-            return Analysis(warc, digest, page, fps)
+            return Analysis(warc, digest, page, fps, None, mhash)
         text = pack_text(page.text)
         if not keep_text:
             page.text = ""
-        return Analysis(warc, digest, page, fps, text)
+        return Analysis(warc, digest, page, fps, text, mhash)
     return Analysis(warc, digest, page)
 
 
