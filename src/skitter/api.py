@@ -40,14 +40,18 @@ __all__ = ["build_crawler", "crawl", "open_crawl", "StoredCrawl", "StoredPage"]
 def build_crawler(directory: Path | str, config: CrawlConfig, *,
                   frontier: Frontier | Callable[[CrawlStore], Frontier] | None = None,
                   transport: Transport | None = None, clock: Clock | None = None, scorer: Scorer | None = None,
-                  on_progress: Callable[[Crawler], None] | None = None) -> Crawler:
+                  on_progress: Callable[[Crawler], None] | None = None, until: float | None = None) -> Crawler:
     """A crawl of ``config.seeds`` into ``directory`` (an unfinished crawl there is resumed),
     ready to ``await crawler.run()``.
 
     ``frontier``: a frontier, or a function of the opened store that makes one (default: the
     local SQLite frontier). ``transport``: how to fetch (default: libcurl). ``clock``: the
     crawl's clocks (default: the system's). ``scorer``: a crawl strategy of your own, any object
-    with the :class:`skitter.strategies.Scorer` methods (default: ``config.strategy``'s)."""
+    with the :class:`skitter.strategies.Scorer` methods (default: ``config.strategy``'s).
+
+    With ``config.recrawl`` the crawl goes on revisiting its collection (skitter.recrawl.revisit:
+    the same loop with the recrawl's part handed in) until stopped, or until ``until`` (epoch
+    seconds, the end of ``skitter recrawl --for``)."""
     clock = clock or SYSTEM
     seeds = check_seeds(list(config.seeds))
     scorer = scorer if scorer is not None else make_scorer(config.strategy, config)   # a bad topic fails first
@@ -74,11 +78,16 @@ def build_crawler(directory: Path | str, config: CrawlConfig, *,
                                 resolver_overrides=dict(config.resolve))
         robots = RobotsCache(transport.get, config.user_agent, expiry=config.robots_expiry, clock=clock.monotonic)
         duplicates = DuplicateTests(store, _near_duplicate_index(store, config), config.near_duplicates)
+        recrawl = None
+        if config.recrawl:
+            from .recrawl.revisit import Recrawl
+
+            recrawl = Recrawl(store, config, clock, frontier, until=until)
         return Crawler(config=config, seeds=seeds, store=store, frontier=frontier, transport=transport,
                        robots=robots, scorer=scorer,
                        link_filter=LinkFilter(config, list(config.seeds), store.admitted_per_host()),
                        duplicates=duplicates, clock=clock, analyse_options=_analyse_options(config, scorer, duplicates),
-                       on_progress=on_progress)
+                       on_progress=on_progress, recrawl=recrawl)
     except BaseException:
         store.close()
         raise
@@ -104,7 +113,8 @@ def _analyse_options(config: CrawlConfig, scorer: Scorer, duplicates: DuplicateT
 
     pack = config.analysis_process_count() != 1 or dedup._speedups is not None
     probe = 0 if duplicates.index is None else duplicates.index.probe
-    return (product_token(config.user_agent), probe, scorer.reads_text, pack, scorer.reads_link_context)
+    return (product_token(config.user_agent), probe, scorer.reads_text, pack, scorer.reads_link_context,
+            config.recrawl)
 
 
 def crawl(seeds: list[str], directory: Path | str = "crawl", *, scorer: Scorer | None = None,

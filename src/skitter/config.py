@@ -70,6 +70,18 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_url_length", 2048, "longer URLs are dropped", int),
     Setting("max_repeated_segments", 3, "URLs whose path repeats one segment more often are dropped", int),
     Setting("robots_expiry", 86400.0, "seconds a cached robots.txt stays valid (RFC 9309: at most 24 h)", float),
+    # the incremental crawler (issue #20, docs/recrawl.md); `skitter recrawl DIR` takes the same four
+    Setting("recrawl", False, "go straight on from the discovery crawl into revisiting the collection, until "
+            "Ctrl-C (or --for with skitter recrawl); reads robots.txt's sitemaps and /sitemap.xml too", bool),
+    Setting("rate", 1.0, "recrawl: revisits a second over the whole collection (the budget; each host's "
+            "politeness applies on top)", float),
+    Setting("collection", 0, "recrawl: keep at most this many pages (0: every page found); a more important "
+            "URL found outside replaces the least important page inside", int),
+    Setting("policy", "optimal", "recrawl: how revisits are spread: optimal (most fresh pages for the budget, "
+            "Cho and Garcia-Molina), age-optimal, uniform, proportional (to the change rate)", str,
+            ("optimal", "age-optimal", "uniform", "proportional")),
+    Setting("importance", "pagerank", "recrawl: what makes a page important (revisited more often, kept in a "
+            "bounded collection): pagerank, backlinks (in-links) or none", str, ("pagerank", "backlinks", "none")),
     Setting("analysis_processes", -1, "processes for parsing, hashing and WARC compression (-1: one per "
             "spare core, at most 4; 0: all in the crawl process)", int),
     Setting("near_duplicates", "new-links", "near-duplicate detection (winnowing): off, or on and follow a "
@@ -122,6 +134,11 @@ class CrawlConfig:
     max_url_length: int = 2048
     max_repeated_segments: int = 3
     robots_expiry: float = 86400.0
+    recrawl: bool = False
+    rate: float = 1.0
+    collection: int = 0
+    policy: str = "optimal"
+    importance: str = "pagerank"
     analysis_processes: int = -1
     near_duplicates: str = "new-links"
     near_dup_window: int = 50000
@@ -141,10 +158,12 @@ class CrawlConfig:
                     "read_timeout": 0.001, "total_timeout": 0.001, "retries": 0, "max_redirects": 0,
                     "max_pages_per_host": 0, "host_burst": 0, "host_window": 1, "max_url_length": 16,
                     "max_repeated_segments": 0, "robots_expiry": 0, "analysis_processes": -1, "tunnel": 0,
-                    "near_dup_window": 0, "stall_after": 0.1}
+                    "near_dup_window": 0, "stall_after": 0.1, "collection": 0}
         for name, low in at_least.items():
             if getattr(self, name) < low:
                 raise UsageError(f"--{name.replace('_', '-')} must be at least {low}, got {getattr(self, name)}")
+        if not self.rate > 0:
+            raise UsageError(f"--rate must be above 0, got {self.rate}")
         if 0 < self.near_dup_window < 100:
             raise UsageError(f"--near-dup-window must be 0 (every page) or at least 100, got {self.near_dup_window}")
         return self

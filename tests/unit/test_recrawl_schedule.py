@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from skitter.recrawl import policy
-from skitter.recrawl.schedule import POLICY_NAMES, Allocation, _g_inverse, _q_inverse, solve, spent
+from skitter.recrawl.schedule import POLICY_NAMES, Allocation, _g_inverse, _q_inverse, frequencies, solve, spent
 
 
 def pages(n=400, seed=5):
@@ -39,6 +39,7 @@ def test_the_floor_keeps_every_page_and_the_budget(name):
     assert (f >= 0.05 * budget / rates.size * (1 - 1e-9)).all()
     assert math.isclose(f.sum(), budget, rel_tol=1e-6)
     assert math.isclose(spent(alloc, rates, weights), budget, rel_tol=1e-6)
+    assert np.allclose(frequencies(alloc, rates, weights), f, rtol=1e-9)
 
 
 def test_the_scalar_inverses():

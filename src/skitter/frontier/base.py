@@ -66,3 +66,14 @@ class Reprioritizing(Protocol):
     async def reprioritize(self, changes: Sequence[tuple[str, float]]) -> None:
         """Raise each queued URL's priority to the given one (never lowers; a URL that is not
         queued is left alone)."""
+
+
+class Rescheduling(Protocol):
+    """An optional capability: queue URLs again at a time of the caller's choosing, whatever their
+    state (the incremental crawler: a page found by an earlier crawl, a URL admitted into a bounded
+    collection). The recrawl uses it only if the backend has it."""
+
+    async def reschedule(self, changes: Sequence[tuple[Candidate, float]]) -> None:
+        """Make each candidate's URL due at the given time (epoch seconds): a done URL is queued
+        again, a URL waiting for a due time gets this one; a URL ready now or in flight is left
+        alone; a URL never admitted is admitted first."""

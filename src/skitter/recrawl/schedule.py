@@ -173,6 +173,30 @@ def _proportional(lam: np.ndarray, budget: float, floor: float) -> Allocation:
     return Allocation("proportional", budget, n, 0.0, budget / n)   # no page changes: uniform
 
 
+def frequencies(allocation: Allocation, rates: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """:meth:`Allocation.frequency` of every page at once (vectorised)."""
+    lam = np.asarray(rates, dtype=float)
+    w = np.ones_like(lam) if weights is None else np.asarray(weights, dtype=float)
+    name, mu = allocation.policy, allocation.multiplier
+    if name == "uniform":
+        f = np.full(lam.size, mu)
+    elif name == "proportional":
+        f = mu * lam
+    else:
+        f = np.zeros(lam.size)
+        active = (lam > 0) & (w > 0) & (mu > 0)
+        if name == "optimal":
+            c = mu * lam[active] / w[active]
+            alive = c < 1
+            sub = np.zeros(c.size)
+            if alive.any():
+                sub[alive] = _policy._freshness_frequencies(c[alive], lam[active][alive])[0]
+            f[active] = sub
+        elif active.any():
+            f[active] = _policy._age_frequencies(mu * lam[active] ** 2 / w[active], lam[active])[0]
+    return np.maximum(f, allocation.floor)
+
+
 def spent(allocation: Allocation, rates: np.ndarray, weights: np.ndarray | None = None) -> float:
     """Σ f over the pages (for tests and the crawl's report): the budget, at the solve."""
     lam = np.asarray(rates, dtype=float)

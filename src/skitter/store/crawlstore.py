@@ -175,6 +175,14 @@ class CrawlStore:
         sets = ", ".join(f"{c} = ?" for c in record)
         self.db.conn.execute(f"UPDATE fetches SET {sets} WHERE fp = ?", (*record.values(), fingerprint(url)))
 
+    def reorder(self, url: str) -> None:
+        """Give ``url``'s fetch record the next ``fetch_order`` (nothing else changes): the search
+        index, which follows fetch order, looks at the URL again (a page that left the collection
+        is dropped)."""
+        self.order += 1
+        self.db.ensure_tx()
+        self.db.conn.execute("UPDATE fetches SET fetch_order = ? WHERE fp = ?", (self.order, fingerprint(url)))
+
     def remove_page(self, url: str) -> None:
         """The page leaves the collection: its parsed fields go (the search index drops it at the
         next fetch order, see ``record_fetch(again=True)``); its fetch record, links, history and
