@@ -48,18 +48,20 @@ MIN_INTERVAL, MAX_INTERVAL = 1.0, 30 * 86400.0   # as skitter.recrawl.revisit's
 
 
 def plan(directory: str, policy: str, budget: float, importance: str, cap: int, now: float,
-         swap_limit: int = 100) -> dict[str, Any]:
-    """One planning pass over the crawl in ``directory``; a plain dict (it crosses a pipe)."""
+         swap_limit: int = 100, fit_priors: bool = True) -> dict[str, Any]:
+    """One planning pass over the crawl in ``directory``; a plain dict (it crosses a pipe).
+    ``fit_priors``: fit the site priors again (the costliest step, about 0.1 s a site: the
+    caller does it less often than the rest); if not, ``"priors"`` is None."""
     conn = connect(Path(directory) / DB_NAME, readonly=True)
     try:
         conn.execute("BEGIN")   # one snapshot for every read of the pass
-        return _plan(conn, policy, budget, importance, cap, now, swap_limit)
+        return _plan(conn, policy, budget, importance, cap, now, swap_limit, fit_priors)
     finally:
         conn.close()
 
 
 def _plan(conn: sqlite3.Connection, policy: str, budget: float, importance: str, cap: int, now: float,
-          swap_limit: int) -> dict[str, Any]:
+          swap_limit: int, fit_priors: bool = True) -> dict[str, Any]:
     rows = conn.execute("SELECT fp, rate, weight, last_visit, importance, due, url FROM recrawl_pages"
                         " WHERE in_collection = 1").fetchall()
     fps = np.array([r[0] for r in rows], dtype=np.int64)
@@ -85,7 +87,7 @@ def _plan(conn: sqlite3.Connection, policy: str, budget: float, importance: str,
         out["weights"] = [(1.0, int(fp)) for fp in fps[moved]]
 
     # 2. site priors
-    out["priors"] = _site_priors(conn)
+    out["priors"] = _site_priors(conn) if fit_priors else None
 
     # 3. the multiplier
     alloc = solve(policy, rates, budget, weights)

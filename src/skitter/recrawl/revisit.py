@@ -64,6 +64,7 @@ MAX_INTERVAL = 30 * 86400.0   # seconds: every page of the collection is looked 
 CONFIRM_AFTER = 3600.0        # seconds at most before a missing page's confirming visit
 UNREACHABLE_WAIT = 300.0      # seconds a revisit waits when its robots.txt is unreachable
 PASS_MIN, PASS_MAX = 5.0, 300.0   # seconds between planning passes (a quarter of a uniform cycle)
+PRIORS_EVERY = 6            # planning passes between two fits of the site priors (the costly part)
 MAX_SITEMAPS_PER_ORIGIN = 1000
 
 
@@ -169,6 +170,7 @@ class Recrawl:
         self._stop: Callable[[], None] = lambda: None
         self._plan_pool = None
         self._soon: asyncio.Event | None = None    # the collection grew: plan again soon
+        self._passes = 0
 
     def bind(self, *, apply: Callable[..., Awaitable[dict]], enqueue: Callable[[list[Candidate]], Awaitable[None]],
              admit: Callable[[str, int], bool], pool: Callable[[], Any], stop: Callable[[], None]) -> None:
@@ -550,8 +552,10 @@ class Recrawl:
         from .plan import plan
 
         self.store.commit()   # the pass reads what is committed
+        self._passes += 1
+        fit = self._passes % PRIORS_EVERY == 1 or not self.priors
         args = (str(self.store.directory), self.config.policy, self.config.rate, self.config.importance,
-                self.config.collection, self.clock.time(), max(1, self.config.collection // 20))
+                self.config.collection, self.clock.time(), max(1, self.config.collection // 20), fit)
         if self.plan_inline:
             result = plan(*args)
         else:
@@ -566,7 +570,8 @@ class Recrawl:
     async def _apply_plan(self, result: dict[str, Any]) -> None:
         a = result["allocation"]
         self.allocation = Allocation(a["policy"], a["budget"], a["pages"], a["multiplier"], a["floor"])
-        self.priors = {host: GammaPrior(*ab) for host, ab in result["priors"].items()}
+        if result["priors"] is not None:
+            self.priors = {host: GammaPrior(*ab) for host, ab in result["priors"].items()}
         if result["weights"]:
             self.db.update_pages("weight", result["weights"])
         if result["importance"]:

@@ -10,16 +10,38 @@ from typing import IO, Iterator
 
 from .db import EXPORT_FIELDS, EXTRA_FIELDS, CrawlDB
 
-FIELDS = EXPORT_FIELDS + EXTRA_FIELDS
+# the incremental crawler's (issue #20, docs/recrawl.md): null for a URL it never revisited
+RECRAWL_FIELDS = ("visits", "changes", "last_changed", "change_rate", "change_rate_low", "change_rate_high",
+                  "in_collection")
+FIELDS = EXPORT_FIELDS + EXTRA_FIELDS + RECRAWL_FIELDS
+_DAY = 86400.0
 
 
 def iter_records(db: CrawlDB) -> Iterator[dict]:
     """Every URL the crawler tried, in fetch order (URLs decided without a request last)."""
-    cols = ", ".join(FIELDS)
-    for row in db.query(f"SELECT {cols} FROM fetches ORDER BY fetch_order IS NULL, fetch_order, fp"):
-        rec = {k: row[k] for k in FIELDS}
+    from .crawlstore import iso
+    from .recrawlstore import has_tables
+
+    cols = ", ".join(f"f.{c}" for c in EXPORT_FIELDS + EXTRA_FIELDS)
+    if has_tables(db.conn):
+        sql = (f"SELECT {cols}, r.visits AS visits, r.changes AS changes, r.last_change AS last_changed,"
+               " r.rate AS change_rate, r.rate_low AS change_rate_low, r.rate_high AS change_rate_high,"
+               " r.in_collection AS in_collection, r.fp AS rfp"
+               " FROM fetches f LEFT JOIN recrawl_pages r ON r.fp = f.fp")
+    else:
+        sql = f"SELECT {cols}, NULL AS rfp FROM fetches f"
+    for row in db.query(sql + " ORDER BY f.fetch_order IS NULL, f.fetch_order, f.fp"):
+        rec = {k: row[k] for k in EXPORT_FIELDS + EXTRA_FIELDS}
         rec["noindex"] = bool(rec["noindex"])
         rec["nofollow"] = bool(rec["nofollow"])
+        if row["rfp"] is None:
+            rec.update(dict.fromkeys(RECRAWL_FIELDS))
+        else:
+            lc = row["last_changed"]
+            rec.update(visits=row["visits"], changes=row["changes"], last_changed=None if lc is None else iso(lc),
+                       in_collection=bool(row["in_collection"]))
+            for k in ("change_rate", "change_rate_low", "change_rate_high"):   # per day
+                rec[k] = None if row[k] is None else row[k] * _DAY
         yield rec
 
 
