@@ -103,10 +103,10 @@ class TokenBucket:
                     now = self.clock.monotonic()
                     self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
                     self.stamp = now
-                    if self.tokens >= 1.0:
-                        self.tokens -= 1.0
+                    if self.tokens >= 1.0 - 1e-9:   # (rounding must not leave a waiter spinning)
+                        self.tokens = max(self.tokens - 1.0, 0.0)
                         return
-                    await asyncio.sleep((1.0 - self.tokens) / self.rate)
+                    await asyncio.sleep(max((1.0 - self.tokens) / self.rate, 1e-3))
         finally:
             self.waiting -= 1
 
