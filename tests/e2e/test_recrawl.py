@@ -99,6 +99,16 @@ def test_crawl_with_recrawl_on_the_changing_web(tmp_path: Path) -> None:
     assert rc["pages"] == len(pages) and rc["revisits"] == revisits
     assert 0 < rc["not_modified_share"] < 1 and 0 <= rc["freshness"] <= 1
 
+    # the web UI's crawl page plots the estimated freshness over time
+    from skitter.store.db import connect
+    from skitter.web import plots
+
+    conn = connect(out / "crawl.db", readonly=True)
+    try:
+        assert plots.freshness(conn)[:8] == b"\x89PNG\r\n\x1a\n"
+    finally:
+        conn.close()
+
 
 def recrawl_cmd(directory: Path, duration: str) -> list[str]:
     return [sys.executable, "-m", "skitter", "recrawl", str(directory), "--for", duration, "--rate", "30",
@@ -169,3 +179,29 @@ def test_recrawl_of_no_crawl_is_one_line(tmp_path: Path) -> None:
                        text=True, timeout=60)
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and "not a crawl directory" in r.stderr
+
+
+def test_crawl_recrawl_goes_on_revisiting_until_ctrl_c(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    with DemoServer(CFG, changing=True, change_speed=SPEED) as srv:
+        proc = subprocess.Popen([sys.executable, "-m", "skitter", "crawl", *srv.web.seeds(), "-o", str(out),
+                                 "--delay", "0", "--adaptive-delay", "0", "--max-crawl-delay", "0", "--quiet",
+                                 "--recrawl", "--rate", "30"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.time() + 120
+            n = 0
+            while time.time() < deadline and n < 40:
+                time.sleep(0.3)
+                try:
+                    n = rows(out, "SELECT count(*) FROM recrawl_visits WHERE kind != 'first'")[0][0]
+                except sqlite3.OperationalError:
+                    pass
+            assert n >= 40, "no revisits after the discovery crawl"
+            assert proc.poll() is None   # still running: it does not end when the frontier is empty
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert proc.returncode == 130, err
+    assert rows(out, "SELECT count(*) FROM pages")[0][0] > 100
