@@ -106,3 +106,26 @@ def test_revisits_follow_the_budget_and_the_policy(tmp_path: Path) -> None:
     assert mean(visits["optimal"], changing) > 1.5 * mean(visits["optimal"], static)
     assert abs(mean(visits["uniform"], changing) - mean(visits["uniform"], static)) <= \
         0.35 * mean(visits["uniform"], static) + 1
+
+
+def test_a_bounded_collection_swaps_in_more_important_pages(tmp_path: Path) -> None:
+    """--collection N: URLs found while the collection is full wait outside; the planning pass
+    discards the least important pages for more important outside URLs (seed 000's refinement);
+    a discarded page leaves the pages (so the index) and keeps its history."""
+    from skitter.recrawl.evaluate import run_fake_recrawl
+
+    out = tmp_path / "crawl"
+    r = run_fake_recrawl(out, web(80), hours=3, rate=0.05, importance="backlinks", collection=30, warmup_hours=1)
+    c = r["counters"]
+    assert c.added > 0 and c.discarded == c.added
+    live = q(out, "SELECT count(*) FROM recrawl_pages WHERE in_collection = 1")[0][0]
+    assert 25 <= live <= 30 + 4   # (first fetches under way when it filled: at most --concurrency over)
+    assert q(out, "SELECT count(*) FROM recrawl_outside")[0][0] > 0
+    discarded = q(out, "SELECT url, importance FROM recrawl_pages WHERE state = 'discarded'")
+    assert discarded
+    inside = q(out, "SELECT min(importance) FROM recrawl_pages WHERE in_collection = 1")[0][0]
+    assert max(imp for _, imp in discarded) <= inside * 1.1 + 1e-9
+    for url, _ in discarded:
+        assert q(out, "SELECT count(*) FROM pages p JOIN fetches f ON f.fp = p.fp WHERE f.url = ?", (url,)) == [(0,)]
+        assert q(out, "SELECT count(*) FROM recrawl_visits v JOIN recrawl_pages p ON p.fp = v.fp WHERE p.url = ?",
+                 (url,))[0][0] >= 1

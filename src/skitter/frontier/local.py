@@ -37,6 +37,7 @@ from .politeness import HostClock, Politeness
 # A URL due within this many seconds is due now: due times are epoch seconds (~1.7e9), converted to
 # and from the monotonic clock, and a robots.txt read puts its URL back "due now" exactly.
 DUE_SLACK = 0.001
+_MIN_WAIT = 1e-6   # seconds: next_ready's shortest wait for a host timer
 _FIRST = float("inf")   # a window key ahead of every priority: URLs back from a due time
 
 
@@ -319,7 +320,11 @@ class LocalFrontier:
             self._wake.clear()
             timeout = None
             if self._timers:
-                timeout = max(0.0, self._timers[0][0] - self.clock.monotonic())
+                # at least a microsecond: a timer computed from an epoch due time (float rounding
+                # at 1.7e9) can sit a fraction of a nanosecond after now, below the event loop's
+                # clock resolution; waiting that long returns at once and with the loop's time
+                # unchanged, forever in fake time (and as a busy wait in real time)
+                timeout = max(_MIN_WAIT, self._timers[0][0] - self.clock.monotonic())
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout)
             except asyncio.TimeoutError:
