@@ -6,8 +6,6 @@ the same window next to the schedules of uniform, proportional and optimal compu
 rates and as many fetches. Prints a Markdown table.
 
     .venv/bin/python bench/recrawl_eval.py            # about 2 minutes
-
-(Fake time stops advancing past about 12 hours of it — looptime — so the windows stay under that.)
 """
 
 from __future__ import annotations
