@@ -33,8 +33,11 @@ def _settings_options(func):
     for s in reversed(SETTINGS):
         flag = "--" + s.name.replace("_", "-")
         if s.type is bool:
-            decl = f"{flag}/--no-{flag[2:]}" if s.default else flag
-            func = click.option(decl, s.name, default=s.default, show_default=True, help=s.help)(func)
+            if s.default:
+                func = click.option(f"{flag}/--no-{flag[2:]}", s.name, default=True, show_default=True,
+                                    help=s.help)(func)
+            else:   # a plain flag, as DESIGN.md writes them ([--allow-private], [--recrawl])
+                func = click.option(flag, s.name, is_flag=True, default=False, help=s.help)(func)
         elif s.choices:
             func = click.option(flag, s.name, type=click.Choice(s.choices), default=s.default,
                                 show_default=True, help=s.help)(func)
