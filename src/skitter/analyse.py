@@ -43,6 +43,8 @@ class Analysis:
     #                               or None when the crawl process packs it (``pack=False``)
     forms: list | None = None     # with --forms: the page's <form>s (skitter.forms.Form), if any
     signature: str | None = None  # with --forms: skitter.forms.result_signature of its main text
+    main_hash: str | None = None  # xxh3-64 of the title and main text (``main_hash=True``): what a
+    #                               recrawl compares, so boilerplate noise is no change
 
 
 def is_html(result: FetchResult) -> bool:
@@ -54,7 +56,7 @@ def is_html(result: FetchResult) -> bool:
 
 def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe: int | None = 0,
             keep_text: bool = True, pack: bool = True, link_context: bool = True,
-            forms: bool = False) -> Analysis:
+            forms: bool = False, main_hash: bool = False) -> Analysis:
     """``near_dup_probe``: how many of the page's smallest winnowing fingerprints the near-duplicate
     test needs (``NearDupIndex.probe``; None: all of them, 0: the test is off). ``pack``: deflate
     the page's text here (``Analysis.text``); if not, the crawl process does (see
@@ -65,7 +67,9 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe:
     page's forms when the body has a ``<form`` (a second lexbor parse, only then), and give every
     HTML page the signature of its main text (the planner tells result pages apart by it); the
     crawl process then gets the text of the pages the planner reads (a query URL's, a form's page)
-    even when ``keep_text`` is off (skitter.formcrawl)."""
+    even when ``keep_text`` is off (skitter.formcrawl). ``main_hash``: also the checksum of the
+    page's title and main text (``Analysis.main_hash``, for a recrawl's change detection: a
+    rotating ad or a date in the footer changes the body, not the main text)."""
     warc = encode_pair(result, target_uri=target_uri)
     status = result.status
     if status is None or not 200 <= status < 300:
@@ -78,8 +82,8 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe:
 
         kw = _ParseOptions(x_robots_tag=result.header("x-robots-tag"), user_agent_token=ua_token,
                            link_context=link_context)
-        fps = None
-        if near_dup_probe == 0 and not forms:
+        fps = mhash = None
+        if near_dup_probe == 0 and not forms and not main_hash:
             page = parse_html(result.body, target_uri, result.header("content-type"), **kw)
         else:
             page, main = parse_with_main_text(result.body, target_uri, result.header("content-type"), **kw)
@@ -87,16 +91,18 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe:
                 from .dedup import winnow, winnow_smallest
 
                 fps = winnow(main) if near_dup_probe is None else winnow_smallest(main, near_dup_probe)
+            if main_hash:
+                mhash = xxhash.xxh3_64_hexdigest(f"{page.title}\n{main}".encode("utf-8", "surrogatepass"))
         found = signature = None
         if forms:
             found, signature = _forms(result, target_uri, main)
             keep_text = keep_text or bool(found) or "?" in target_uri
         if not pack:
-            return Analysis(warc, digest, page, fps, None, found, signature)
+            return Analysis(warc, digest, page, fps, None, found, signature, mhash)
         text = pack_text(page.text)
         if not keep_text:
             page.text = ""
-        return Analysis(warc, digest, page, fps, text, found, signature)
+        return Analysis(warc, digest, page, fps, text, found, signature, mhash)
     return Analysis(warc, digest, page)
 
 

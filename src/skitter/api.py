@@ -40,14 +40,18 @@ __all__ = ["build_crawler", "crawl", "open_crawl", "StoredCrawl", "StoredPage"]
 def build_crawler(directory: Path | str, config: CrawlConfig, *,
                   frontier: Frontier | Callable[[CrawlStore], Frontier] | None = None,
                   transport: Transport | None = None, clock: Clock | None = None, scorer: Scorer | None = None,
-                  on_progress: Callable[[Crawler], None] | None = None) -> Crawler:
+                  on_progress: Callable[[Crawler], None] | None = None, until: float | None = None) -> Crawler:
     """A crawl of ``config.seeds`` into ``directory`` (an unfinished crawl there is resumed),
     ready to ``await crawler.run()``.
 
     ``frontier``: a frontier, or a function of the opened store that makes one (default: the
     local SQLite frontier). ``transport``: how to fetch (default: libcurl). ``clock``: the
     crawl's clocks (default: the system's). ``scorer``: a crawl strategy of your own, any object
-    with the :class:`skitter.strategies.Scorer` methods (default: ``config.strategy``'s)."""
+    with the :class:`skitter.strategies.Scorer` methods (default: ``config.strategy``'s).
+
+    With ``config.recrawl`` the crawl goes on revisiting its collection (skitter.recrawl.revisit:
+    the same loop with the recrawl's part handed in) until stopped, or until ``until`` (epoch
+    seconds, the end of ``skitter recrawl --for``)."""
     clock = clock or SYSTEM
     seeds = check_seeds(list(config.seeds))
     scorer = scorer if scorer is not None else make_scorer(config.strategy, config)   # a bad topic fails first
@@ -82,10 +86,15 @@ def build_crawler(directory: Path | str, config: CrawlConfig, *,
 
             forms = FormCrawl(store, config, robots=robots, link_filter=link_filter, scorer=scorer,
                               seed_words=form_words, now=clock.time)
+        recrawl = None
+        if config.recrawl:   # revisiting (issue #20): docs/recrawl.md
+            from .recrawl.revisit import Recrawl
+
+            recrawl = Recrawl(store, config, clock, frontier, until=until)
         return Crawler(config=config, seeds=seeds, store=store, frontier=frontier, transport=transport,
                        robots=robots, scorer=scorer, link_filter=link_filter,
                        duplicates=duplicates, clock=clock, analyse_options=_analyse_options(config, scorer, duplicates),
-                       on_progress=on_progress, forms=forms)
+                       on_progress=on_progress, forms=forms, recrawl=recrawl)
     except BaseException:
         store.close()
         raise
@@ -122,7 +131,7 @@ def _analyse_options(config: CrawlConfig, scorer: Scorer, duplicates: DuplicateT
     pack = config.analysis_process_count() != 1 or dedup._speedups is not None
     probe = 0 if duplicates.index is None else duplicates.index.probe
     return (product_token(config.user_agent), probe, scorer.reads_text, pack, scorer.reads_link_context,
-            config.forms)
+            config.forms, config.recrawl)
 
 
 def crawl(seeds: list[str], directory: Path | str = "crawl", *, scorer: Scorer | None = None,

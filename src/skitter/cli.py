@@ -83,11 +83,12 @@ def crawl(seeds: tuple[str, ...], output: str, resolve: tuple[str, ...], quiet: 
         sys.exit(130)
 
 
-def run_crawl(directory: Path, config: CrawlConfig, *, quiet: bool = False, title: str = "crawling") -> dict:
+def run_crawl(directory: Path, config: CrawlConfig, *, quiet: bool = False, title: str = "crawling",
+              until: float | None = None) -> dict:
     from .api import build_crawler
     from .stats import load_summary, render
 
-    crawler = build_crawler(directory, config)
+    crawler = build_crawler(directory, config, until=until)
     if quiet:   # rich is not even imported (7 MB of the crawl process's memory)
         _run(crawler.run())
     else:
@@ -125,7 +126,87 @@ def _progress(crawler, title: str):
               f"{s.rate():.1f} pages/s", f"queue {crawler.frontier.queued}",
               f"in flight {crawler.frontier.in_flight}", f"active hosts {crawler.frontier.active_hosts}",
               f"errors {s.errors}", f"{elapsed:.0f} s")
+    r = crawler.recrawl
+    if r is not None:
+        c = r.counters
+        fresh = (r.last_plan or {}).get("freshness")
+        t.add_row("[bold]revisiting[/bold]", f"{r.members} pages", f"{c.visits} revisits", f"{c.changes} changed",
+                  f"{c.not_modified} answered 304", f"{c.gone} gone",
+                  "freshness " + ("-" if fresh is None else f"{fresh:.2f}"), "")
     return t
+
+
+_DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """``--for``: seconds, or a number with s, m or h (``90``, ``45s``, ``10m``, ``6h``, ``1.5h``)."""
+    value = text.strip().lower()
+    unit = _DURATION_UNITS.get(value[-1:], None)
+    number = value[:-1] if unit is not None else value
+    try:
+        seconds = float(number) * (unit or 1.0)
+    except ValueError:
+        raise UsageError(f"--for wants seconds or a number with s, m or h (6h, 30m, 90s), got {text!r}") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise UsageError(f"--for must be a positive duration, got {text!r}")
+    return seconds
+
+
+def stored_config(directory: Path) -> CrawlConfig:
+    """The settings of the crawl in ``directory`` as it stored them (skitter.store.crawlstore)."""
+    from dataclasses import fields
+
+    from .store.db import CrawlDB
+
+    db = CrawlDB(directory, readonly=True)
+    try:
+        stored = db.get_meta("config")
+    finally:
+        db.conn.close()
+    if not isinstance(stored, dict) or not stored.get("seeds"):
+        raise UsageError(f"{directory} holds no crawl to revisit (run skitter crawl first)")
+    names = {f.name for f in fields(CrawlConfig)}
+    values = {k: v for k, v in stored.items() if k in names}
+    values["seeds"] = tuple(values["seeds"])
+    values["resolve"] = tuple(tuple(p) for p in values.get("resolve", ()))
+    for k, v in list(values.items()):
+        if isinstance(v, list):
+            values[k] = tuple(v)
+    return CrawlConfig(**values)
+
+
+@cli.command()
+@click.argument("directory", type=click.Path())
+@click.option("--rate", "rate", type=float, default=None,
+              help="revisits a second over the whole collection (the budget; each host's politeness applies on "
+                   "top)  [default: 1.0, or the crawl's own]")
+@click.option("--for", "duration", default=None, metavar="DURATION",
+              help="stop after this long: seconds, or a number with s, m or h (6h)  [default: until Ctrl-C]")
+@click.option("--collection", "collection", type=int, default=None,
+              help="keep at most this many pages; a more important URL found outside replaces the least "
+                   "important page inside  [default: 0, every page found]")
+@click.option("--policy", "policy", type=click.Choice(["optimal", "age-optimal", "uniform", "proportional"]),
+              default=None, help="how revisits are spread  [default: optimal]")
+@click.option("--importance", "importance", type=click.Choice(["pagerank", "backlinks", "none"]), default=None,
+              help="what makes a page important (revisited more often)  [default: pagerank]")
+@click.option("--quiet", "-q", is_flag=True, help="no progress display and no summary")
+def recrawl(directory: str, rate: float | None, duration: str | None, collection: int | None, policy: str | None,
+            importance: str | None, quiet: bool) -> None:
+    """Keep the crawl in DIRECTORY fresh: revisit its pages (docs/recrawl.md) until Ctrl-C or --for."""
+    seconds = parse_duration(duration) if duration is not None else None
+    directory_path = Path(directory)
+    config = stored_config(directory_path)
+    changes = {"recrawl": True}
+    for name, value in (("rate", rate), ("collection", collection), ("policy", policy),
+                        ("importance", importance)):
+        if value is not None:
+            changes[name] = value
+    config = config.with_(**changes).validate()
+    until = time.time() + seconds if seconds is not None else None
+    summary = run_crawl(directory_path, config, quiet=quiet, title="recrawling", until=until)
+    if summary.get("interrupted"):
+        sys.exit(130)
 
 
 @cli.command()

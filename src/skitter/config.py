@@ -93,6 +93,18 @@ class CrawlConfig:
     max_repeated_segments: int = setting(3, "URLs whose path repeats one segment more often are dropped", at_least=0)
     robots_expiry: float = setting(86400.0, "seconds a cached robots.txt stays valid (RFC 9309: at most 24 h)",
                                    at_least=0)
+    # the incremental crawler (issue #20, docs/recrawl.md); `skitter recrawl DIR` takes the same four
+    recrawl: bool = setting(False, "go straight on from the discovery crawl into revisiting the collection, until "
+        "Ctrl-C (or --for with skitter recrawl); reads robots.txt's sitemaps and /sitemap.xml too")
+    rate: float = setting(1.0, "recrawl: revisits a second over the whole collection (the budget; each host's "
+        "politeness applies on top)")
+    collection: int = setting(0, "recrawl: keep at most this many pages (0: every page found); a more important "
+        "URL found outside replaces the least important page inside", at_least=0)
+    policy: str = setting("optimal", "recrawl: how revisits are spread: optimal (most fresh pages for the budget, "
+        "Cho and Garcia-Molina), age-optimal, uniform, proportional (to the change rate)",
+        choices=("optimal", "age-optimal", "uniform", "proportional"))
+    importance: str = setting("pagerank", "recrawl: what makes a page important (revisited more often, kept in a "
+        "bounded collection): pagerank, backlinks (in-links) or none", choices=("pagerank", "backlinks", "none"))
     analysis_processes: int = setting(-1, "processes for parsing, hashing and WARC compression (-1: one per "
         "spare core, at most 4; 0: all in the crawl process)", at_least=-1)
     near_duplicates: str = setting("new-links", "near-duplicate detection (winnowing): off, or on and follow a "
@@ -118,6 +130,8 @@ class CrawlConfig:
             if s.at_least is not None and getattr(self, s.name) < s.at_least:
                 raise UsageError(f"--{s.name.replace('_', '-')} must be at least {s.at_least}, "
                                  f"got {getattr(self, s.name)}")
+        if not self.rate > 0:
+            raise UsageError(f"--rate must be above 0, got {self.rate}")
         if 0 < self.near_dup_window < 100:
             raise UsageError(f"--near-dup-window must be 0 (every page) or at least 100, got {self.near_dup_window}")
         return self
@@ -139,5 +153,5 @@ class CrawlConfig:
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool}
 
 SETTINGS: tuple[Setting, ...] = tuple(
-    Setting(f.name, f.default, f.metadata["help"], _TYPES[f.type], f.metadata["choices"], f.metadata["at_least"])
+    Setting(f.name, f.default, f.metadata["help"], _TYPES[str(f.type)], f.metadata["choices"], f.metadata["at_least"])
     for f in fields(CrawlConfig) if "help" in f.metadata)

@@ -968,10 +968,11 @@ class DuplicateTests:
         if page is None or self.index is None or fps is None or not len(fps):
             return Verdict()
         near, follow = None, True
-        match = self.index.query(fps)
+        own = fingerprint(url)
+        match = [m for m in self.index.query(fps) if m[0] != own]   # a recrawled page's older version
         if match:
             near = self.store.page_url(match[0][0])
             if near is not None and self.follow == "new-links":
                 follow = links_worth_following(page.links, self.store.link_targets(match[0][0]))
-        self.store.add_sketch(self.index.add(fingerprint(url), fps))
+        self.store.add_sketch(self.index.add(own, fps))
         return Verdict(near_duplicate_of=near, follow_links=follow)

@@ -10,7 +10,13 @@ and only orchestrates them (docs/architecture.md numbers the same steps):
                               final (skitter.decide, pure)
   6. apply                    links through the filter and the scorer into frontier.add; the fetch
                               record, page and links into the store (skitter.store.crawlstore)
-  7. frontier.done()          the host's slot back, the URL done or due again (a retry)
+  7. frontier.done()          the host's slot back, the URL done or due again (a retry, a revisit)
+
+With ``--recrawl`` one more part takes part (skitter.recrawl.revisit.Recrawl, named ``recrawl``
+below): before step 2 it admits the candidate and paces revisits to the budget and gives them
+their conditional request headers; after step 3 a 304 or an unchanged body skips step 4; step 6 is
+its ``settle``, which calls the apply step when something is to be stored and gives step 7 the
+URL's next due time.
 
 The parts are built by :func:`skitter.api.build_crawler`, the composition root; a test or a
 distributed worker hands in other ones (a frontier, a transport, a clock). With ``--forms`` it also
@@ -46,6 +52,7 @@ from .index.live import LiveIndexer
 from .linkfilter import LinkFilter
 from .models import Candidate, FetchResult, Outcome, Page
 from .procpool import ProcessDied, ProcessPool
+from .recrawl.revisit import Recrawl, Visit
 from .robots.cache import RobotsCache
 from .store.crawlstore import CrawlStore, iso
 from .strategies import ParentContext, Scorer
@@ -103,7 +110,8 @@ class Crawler:
     def __init__(self, *, config: CrawlConfig, seeds: list[str], store: CrawlStore, frontier: Frontier,
                  transport: Transport, robots: RobotsCache, scorer: Scorer, link_filter: LinkFilter,
                  duplicates: DuplicateTests, clock: Clock, analyse_options: tuple,
-                 on_progress: Callable[["Crawler"], None] | None = None, forms: "FormCrawl | None" = None) -> None:
+                 on_progress: Callable[["Crawler"], None] | None = None, forms: "FormCrawl | None" = None,
+                 recrawl: Recrawl | None = None) -> None:
         self.config = config
         self.seeds = seeds
         self.store = store
@@ -125,9 +133,12 @@ class Crawler:
         self._interrupted = False
         self._stop_event: asyncio.Event | None = None
         self._tasks: list[asyncio.Task] = []
+        self.recrawl = recrawl
+        if recrawl is not None:
+            recrawl.bind(apply=self._apply, enqueue=self._enqueue, admit=link_filter.admit, pool=lambda: self.pool,
+                         stop=self.stop)
         self.watchdog = Watchdog(store.directory, describe=self.describe_wait, on_stop=self.interrupt,
-                                 has_work=lambda: frontier.queued > 0 or frontier.in_flight > 0,
-                                 stall_after=config.stall_after)
+                                 has_work=self._has_work, stall_after=config.stall_after)
 
     @property
     def directory(self):
@@ -160,6 +171,8 @@ class Crawler:
             if self.forms is not None:   # submissions the last run had not sent
                 await self._submit()
             self.store.commit()
+            if self.recrawl is not None:
+                await self.recrawl.prepare()   # pages stored before join the collection, a first plan
             await self._crawl()
         finally:
             self.watchdog.close()
@@ -175,15 +188,16 @@ class Crawler:
         watcher = asyncio.create_task(self.watchdog.run())
         self._tasks = fetchers = [asyncio.create_task(self._fetch_task()) for _ in range(max(1, self.config.concurrency))]
         stopper = asyncio.create_task(self._stop_event.wait())
+        planner = asyncio.create_task(self.recrawl.run() if self.recrawl is not None else asyncio.sleep(0))
         gatherer = asyncio.gather(*fetchers)
         try:
             await asyncio.wait([gatherer, stopper], return_when=asyncio.FIRST_COMPLETED)
         finally:
             # the watchdog's heartbeat goes last: the others may take seconds to wind down
             # (the index process finishes its update), and the loop runs all along
-            for task in (*fetchers, stopper, committer, indexer):
+            for task in (*fetchers, stopper, committer, indexer, planner):
                 task.cancel()
-            results = await asyncio.gather(*fetchers, stopper, committer, indexer, return_exceptions=True)
+            results = await asyncio.gather(*fetchers, stopper, committer, indexer, planner, return_exceptions=True)
             watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)
             if not gatherer.cancelled():
@@ -201,7 +215,7 @@ class Crawler:
     async def _fetch_task(self) -> None:
         frontier = self.frontier
         while not self._stopping:
-            if not self._budget_left():
+            if self.recrawl is None and not self._budget_left():   # (a recrawl admits first fetches itself)
                 if frontier.in_flight == 0:
                     frontier.stop()
                     return
@@ -210,7 +224,7 @@ class Crawler:
             cand = await frontier.next_ready()                        # 1
             if cand is None:
                 return
-            if not self._budget_left(counting=cand):   # the budget ran out while this task waited
+            if self.recrawl is None and not self._budget_left(counting=cand):   # it ran out while this task waited
                 await frontier.done(cand, Outcome(requested=False, due=self.clock.time()))
                 continue
             self.watchdog.last_activity = time.monotonic()
@@ -223,6 +237,11 @@ class Crawler:
     # -- one URL -------------------------------------------------------------------------------
     async def _visit(self, cand: Candidate) -> tuple[Candidate, Outcome]:
         """Steps 2-6 for one candidate: the candidate as it goes back, and what happened."""
+        visit: Visit | None = None
+        if self.recrawl is not None:   # admitted (or parked outside the collection), paced, validators
+            visit = await self.recrawl.begin(cand)
+            if visit.outcome is not None:
+                return cand, visit.outcome
         if self.config.obey_robots:
             rules = self.robots.cached(cand.url)
             if rules is None:   # 2: robots.txt is fetched in this URL's slot; the URL takes the next
@@ -230,13 +249,12 @@ class Crawler:
             if rules.reason == "unreachable":
                 # No retry: the verdict stays cached for minutes (the robots cache's
                 # error_expiry), so a retry seconds later would meet it again.
-                self._skip(cand, "robots: robots.txt unreachable, crawling disallowed")
-                return cand, Outcome(requested=False)
+                return cand, self._skip(cand, "robots: robots.txt unreachable, crawling disallowed", visit)
             if not rules.allowed(cand.url):
-                self._skip(cand, "robots: disallowed by robots.txt")
-                return cand, Outcome(requested=False)
-        result = await self.transport.get(cand.url)                    # 3
-        analysis = await self._analyse(result, cand.url)               # 4
+                return cand, self._skip(cand, "robots: disallowed by robots.txt", visit)
+        result = await self.transport.get(cand.url, headers=visit.headers if visit else None)   # 3
+        unchanged = self.recrawl.unchanged(visit, result) if visit else None   # a 304, an equal body
+        analysis = unchanged or await self._analyse(result, cand.url)  # 4
         page = analysis.page
         verdict = self.duplicates.test(cand.url, analysis.content_hash, page, analysis.fingerprints)
         decision = decide(cand, result, analysis, verdict, self.rules, self.clock.time())   # 5
@@ -245,6 +263,9 @@ class Crawler:
             self.stats.retries += 1
             return (replace(cand, attempts=cand.attempts + 1),
                     replace(outcome, due=self.clock.time() + decision.retry_in))
+        if visit is not None:   # 6, the recrawl's way: stored if new or changed; and the next visit
+            due = await self.recrawl.settle(visit, result, analysis, decision)
+            return replace(cand, attempts=0), replace(outcome, due=due)
         await self._apply(cand, result, analysis, decision)            # 6
         return cand, outcome
 
@@ -253,6 +274,8 @@ class Crawler:
         self.stats.robots_fetches += 1
         self.store.record_robots(host_key(cand.url), outcome=rules.reason or "parsed", crawl_delay=rules.crawl_delay,
                                  sitemaps=list(rules.sitemaps), at=self.clock.time())
+        if self.recrawl is not None:   # its sitemaps and /sitemap.xml into the frontier
+            await self._enqueue(self.recrawl.sitemaps_for(cand.url, rules.sitemaps))
         return Outcome(crawl_delay=rules.crawl_delay or 0.0, due=self.clock.time())
 
     async def _analyse(self, result: FetchResult, url: str) -> Analysis:
@@ -275,9 +298,11 @@ class Crawler:
         if self.pool is not None and self.pool.broken:   # no process can start: stop with the reason
             raise SkitterError(f"analysis: {self.pool.broken}")
 
-    async def _apply(self, cand: Candidate, result: FetchResult, analysis: Analysis, decision: Decision) -> None:
+    async def _apply(self, cand: Candidate, result: FetchResult, analysis: Analysis, decision: Decision, *,
+                     again: bool = False) -> dict:
         """Step 6: new candidates into the frontier first (so a crash after the store's commit
-        cannot lose them), then every write of this fetch to the store, with no await between."""
+        cannot lose them), then every write of this fetch to the store, with no await between.
+        ``again``: a new version of a URL stored before (a recrawl). Returns the fetch record."""
         record = {
             "url": cand.url, "final_url": cand.url, "status": result.status, "error": decision.error,
             "fetched_at": iso(result.started or self.clock.time()), "depth": cand.depth, "parent": cand.parent,
@@ -316,10 +341,12 @@ class Crawler:
         if page is not None:
             self.stats.pages += 1
             self.store.record_page(cand.url, page, analysis.text, last_modified=result.header("last-modified"),
-                                   etag=result.header("etag"))
+                                   etag=result.header("etag"), again=again)
+        elif again:
+            self.store.remove_page(cand.url)   # no page any more (a 404, a redirect, not HTML)
         if self.forms is not None:   # a submission's results reported, the page's forms planned
             self.forms.fetched(cand, record, analysis, new)
-        self.store.record_fetch(cand, record, counted=True)
+        self.store.record_fetch(cand, record, counted=True, again=again)
         self.link_filter.processed()
         self.stats.fetched += 1
         self.stats.bytes += len(result.raw_body)
@@ -327,6 +354,7 @@ class Crawler:
             self.stats.statuses[result.status] += 1
         if record["error"]:
             self.stats.errors += 1
+        return record
 
     async def _follow(self, cand: Candidate, page: Page, follow_links: bool) -> tuple[float | None, list[Candidate]]:
         """The page's relevance (the scorer's, returned), what the scorer learns from the page,
@@ -385,14 +413,20 @@ class Crawler:
         while cands := self.forms.submissions():
             self.forms.enqueued(cands, await self._enqueue(cands))
 
-    def _skip(self, cand: Candidate, error: str) -> None:
-        """A URL decided without a request (robots.txt): a record with no status and no order."""
+    def _skip(self, cand: Candidate, error: str, visit: Visit | None = None) -> Outcome:
+        """A URL decided without a request (robots.txt): a record with no status and no order.
+        (A page of a recrawled collection: the recrawl decides, skitter.recrawl.revisit.)"""
         self.stats.disallowed += 1
+        if visit is not None and self.recrawl is not None:
+            outcome = self.recrawl.blocked(visit, error)
+            if outcome is not None:
+                return outcome
         if self.forms is not None:
             self.forms.skipped(cand, error)
         self.store.record_fetch(cand, {"url": cand.url, "final_url": None, "status": None, "error": error,
                                        "fetched_at": None, "depth": cand.depth, "parent": cand.parent},
                                 counted=False)
+        return Outcome(requested=False)
 
     # -- around the loop -----------------------------------------------------------------------
     async def _committer(self) -> None:
@@ -433,10 +467,21 @@ class Crawler:
         (SIGINT/SIGTERM reach it through the watchdog, which also stops a loop that does not
         take the request: skitter.watchdog.)"""
         self._interrupted = True
+        self.stop()
+
+    def stop(self) -> None:
+        """:meth:`interrupt`, but not an interruption: the end of a recrawl's ``--for``."""
         self._stopping = True
         self.frontier.stop()
         if self._stop_event is not None:
             self._stop_event.set()
+
+    def _has_work(self) -> bool:
+        """For the watchdog: work that should be making progress. A recrawl's URLs due later are
+        not yet work, nor are revisits waiting for the budget."""
+        if self.recrawl is not None:
+            return self.frontier.in_flight > self.recrawl.pacing
+        return self.frontier.queued > 0 or self.frontier.in_flight > 0
 
     def describe_wait(self) -> str:
         """One line: what the crawl is waiting for (the watchdog's report of a stall)."""

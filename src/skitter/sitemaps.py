@@ -49,7 +49,7 @@ from xml.parsers import expat
 from .urls import URLError, canonicalize, resolve
 
 __all__ = ["CHANGEFREQS", "MAX_BYTES", "MAX_URLS", "Sitemap", "SitemapEntry", "parse_sitemap",
-           "parse_w3c_datetime"]
+           "parse_cross_host", "parse_w3c_datetime"]
 
 MAX_URLS = 50_000
 MAX_BYTES = 50 * 1024 * 1024
@@ -431,3 +431,8 @@ def parse_sitemap(body: bytes, url: str, *, cross_host: bool = False, max_urls: 
 def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
     yield first
     yield from rest
+
+
+def parse_cross_host(body: bytes, url: str) -> Sitemap:
+    """``parse_sitemap(body, url, cross_host=True)``, by position (for a worker process's call)."""
+    return parse_sitemap(body, url, cross_host=True)

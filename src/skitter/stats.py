@@ -6,6 +6,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .store.crawlstore import iso
 from .store.db import CrawlDB
 from .store.forms import form_summary
 
@@ -51,7 +52,68 @@ def summary(db: CrawlDB) -> dict[str, Any]:
         "top_hosts": q("SELECT host, count(*) FROM fetches WHERE fetch_order IS NOT NULL GROUP BY host"
                        " ORDER BY count(*) DESC LIMIT 5"),
         "forms": form_summary(db.conn),   # --forms (issue #22); None when no form was found
+        "recrawl": recrawl_summary(db),
     }
+
+
+def recrawl_summary(db: CrawlDB) -> dict[str, Any] | None:
+    """The collection's state (the incremental crawler, docs/recrawl.md); None if never revisited."""
+    from .store.recrawlstore import has_tables
+
+    if not has_tables(db.conn):
+        return None
+    one = lambda sql: db.conn.execute(sql).fetchone()  # noqa: E731
+    members = one("SELECT count(*) FROM recrawl_pages WHERE in_collection = 1")[0]
+    if not members and not one("SELECT count(*) FROM recrawl_pages")[0]:
+        return None
+    revisits, changes, not_modified, first_at, last_at = one(
+        "SELECT count(*), sum(changed = 1), sum(kind = '304'), min(at), max(at) FROM recrawl_visits"
+        " WHERE kind != 'first'")
+    hours = (last_at - first_at) / 3600.0 if revisits and last_at > first_at else None
+    states = dict(db.conn.execute("SELECT state, count(*) FROM recrawl_pages GROUP BY state").fetchall())
+    log = db.conn.execute("SELECT at, freshness, weighted_freshness, added, discarded FROM recrawl_log"
+                          " ORDER BY at DESC LIMIT 1").fetchone()
+    rates = db.conn.execute("SELECT rate, x FROM recrawl_pages WHERE in_collection = 1 AND n > 0").fetchall()
+    # the estimated change intervals of the pages seen changing at least once
+    changing = sorted(1.0 / r for r, x in rates if x and r and r > 0)
+
+    def quantile(values: list[float], q: float) -> float | None:
+        return values[min(len(values) - 1, int(q * len(values)))] if values else None
+
+    sites = []
+    for host, n in db.conn.execute("SELECT host, count(*) FROM recrawl_pages WHERE in_collection = 1"
+                                   " GROUP BY host ORDER BY count(*) DESC LIMIT 5").fetchall():
+        site = sorted(1.0 / r[0] for r in db.conn.execute(
+            "SELECT rate FROM recrawl_pages WHERE host = ? AND in_collection = 1 AND x > 0 AND rate > 0", (host,)))
+        sites.append({"host": host, "pages": n, "changing": len(site), "median_interval": quantile(site, 0.5)})
+    return {
+        "pages": members,
+        "freshness": None if log is None else log[1],
+        "weighted_freshness": None if log is None else log[2],
+        "freshness_at": None if log is None else iso(log[0]),
+        "revisits": revisits or 0,
+        "changes": changes or 0,
+        "not_modified_share": (not_modified or 0) / revisits if revisits else None,
+        "revisits_per_hour": revisits / hours if hours else None,
+        "changes_per_hour": (changes or 0) / hours if hours else None,
+        "added": log[3] if log else 0,
+        "discarded": states.get("discarded", 0),
+        "gone": states.get("gone", 0),
+        "disallowed": states.get("disallowed", 0),
+        "estimated": len(rates),
+        "never_changed": len(rates) - len(changing),
+        "change_interval_quartiles": [quantile(changing, q) for q in (0.25, 0.5, 0.75)],
+        "sites": sites,
+    }
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
 
 
 def _mirrors(db: CrawlDB) -> list[tuple[str, str, float]]:
@@ -110,6 +172,25 @@ def render(s: dict[str, Any]):
                               f"{', ' + format(f['refused'], ',') + ' refused' if f['refused'] else ''}; "
                               f"{f['submitted']:,} submissions fetched, {f['result_pages']:,} further result "
                               f"pages, {f['records']:,} records reached"))
+    r = s.get("recrawl")
+    if r:
+        fresh = "-" if r["freshness"] is None else f"{r['freshness']:.3f} (weighted {r['weighted_freshness']:.3f})"
+        per_hour = "-" if r["revisits_per_hour"] is None else \
+            f"{r['revisits_per_hour']:.0f} revisits, {r['changes_per_hour']:.0f} changes"
+        share = "-" if r["not_modified_share"] is None else f"{r['not_modified_share']:.0%}"
+        rows += [
+            ("collection", f"{r['pages']} pages ({r['added']} added, {r['discarded']} discarded by refinement,"
+                           f" {r['gone']} gone, {r['disallowed']} disallowed)"),
+            ("estimated freshness", fresh),
+            ("revisits / changes", f"{r['revisits']} / {r['changes']} ({share} answered 304)"),
+            ("per hour", per_hour),
+            ("change intervals", f"{r['never_changed']} of {r['estimated']} pages revisited never seen changing;"
+                                 " the others' estimated intervals "
+                                 + " / ".join(_duration(x) for x in r["change_interval_quartiles"])
+                                 + " (quartiles)"),
+            ("per site", ", ".join(f"{x['host']}: {x['changing']} of {x['pages']} changing, median "
+                                   f"{_duration(x['median_interval'])}" for x in r["sites"]) or "-"),
+        ]
     w = s.get("watchdog")
     if w and s["state"] == "running":
         rows.append(("watchdog", f"{w['kind']} at {w['at']}: {w['message']}"))

@@ -6,6 +6,9 @@
 - ``SiteTransport``: an in-memory web for the crawl loop (redirect loops, 429 with Retry-After, an
   unreachable robots.txt), with ``LoopClock`` and ``run_in_fake_time`` to run a whole crawl in
   fake time: ``build_crawler(dir, config, transport=site, clock=LoopClock())``.
+- ``WebTransport``: a generated web (``skitter.demo.DemoWeb``, the changing one too) served
+  in-process, conditional requests included: hours of a recrawl against a web whose ground truth is
+  known, in fake time.
 - ``temporary_crawl_dir``.
 """
 
@@ -135,6 +138,43 @@ class SiteTransport:
     def hits(self, url: str) -> list[float]:
         """The times ``url`` was requested."""
         return [r.at for r in self.requests if r.url == url]
+
+
+class WebTransport:
+    """A :class:`skitter.transport.Transport` serving a :class:`skitter.demo.web.DemoWeb` (static or
+    changing) in-process: ``web.respond(base, path, if_none_match=…, if_modified_since=…,
+    now=clock.time())``, so the changing web changes on the crawl's own clock (fake time with
+    :class:`LoopClock`) and answers the crawl's conditional requests. ``requests`` logs
+    ``(url, epoch time, status)``; ``fail`` maps a URL to a status to answer instead (a page that
+    disappears, a server error)."""
+
+    def __init__(self, web: Any, clock: Any) -> None:
+        self.web = web
+        self.clock = clock
+        self.requests: list[tuple[str, float, int]] = []
+        self.fail: dict[str, int] = {}
+        self._bases = sorted((b.rstrip("/") for b in web.base_urls), key=len, reverse=True)
+
+    async def get(self, url: str, *, headers: dict[str, str] | None = None) -> FetchResult:
+        now = self.clock.time()
+        h = {k.lower(): v for k, v in (headers or {}).items()}
+        base = next((b for b in self._bases if url.startswith(b + "/") or url == b), None)
+        status = self.fail.get(url)
+        if base is None or status is not None:
+            status = status or 404
+            self.requests.append((url, now, status))
+            return FetchResult(url=url, status=status, headers=[("Content-Type", "text/plain")], body=b"gone",
+                               raw_body=b"gone", started=now, elapsed=0.001, response_time=0.001, ip="127.0.0.1",
+                               request_headers=[(k, v) for k, v in (headers or {}).items()])
+        r = self.web.respond(base, url[len(base):] or "/", if_none_match=h.get("if-none-match"),
+                             if_modified_since=h.get("if-modified-since"), now=now)
+        self.requests.append((url, now, r.status))
+        return FetchResult(url=url, status=r.status, reason="", headers=list(r.headers), body=r.body,
+                           raw_body=r.body, started=now, elapsed=0.001, response_time=0.001, ip="127.0.0.1",
+                           request_headers=[(k, v) for k, v in (headers or {}).items()])
+
+    async def close(self) -> None:
+        pass
 
 
 class LoopClock:

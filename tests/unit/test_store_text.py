@@ -101,6 +101,6 @@ def test_only_sharksearch_gets_the_words_around_each_link(tmp_path) -> None:
         topic = {"topic": "words"} if name == "shark" else {}
         crawler = build_crawler(tmp_path / name, CrawlConfig(seeds=("http://a.test/",), strategy=name, **topic))
         try:
-            assert crawler._analyse_options[4] is reads   # link_context
+            assert crawler._analyse_options[4] is reads   # (analyse's link_context; forms, main_hash follow)
         finally:
             crawler.store.close()

@@ -76,3 +76,15 @@ class Durable(Protocol):
 
     async def committed(self) -> None:
         """Every page done so far is committed in the store."""
+
+
+@runtime_checkable
+class Rescheduling(Protocol):
+    """An optional capability: queue URLs again at a time of the caller's choosing, whatever their
+    state (the incremental crawler: a page found by an earlier crawl, a URL admitted into a bounded
+    collection). The recrawl uses it only if the backend has it."""
+
+    async def reschedule(self, changes: Sequence[tuple[Candidate, float]]) -> None:
+        """Make each candidate's URL due at the given time (epoch seconds): a done URL is queued
+        again, a URL waiting for a due time gets this one; a URL ready now or in flight is left
+        alone; a URL never admitted is admitted first."""

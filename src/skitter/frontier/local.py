@@ -37,6 +37,7 @@ from .politeness import HostClock, Politeness
 # A URL due within this many seconds is due now: due times are epoch seconds (~1.7e9), converted to
 # and from the monotonic clock, and a robots.txt read puts its URL back "due now" exactly.
 DUE_SLACK = 0.001
+_MIN_WAIT = 1e-6   # seconds: next_ready's shortest wait for a host timer
 _FIRST = float("inf")   # a window key ahead of every priority: URLs back from a due time
 
 
@@ -319,7 +320,11 @@ class LocalFrontier:
             self._wake.clear()
             timeout = None
             if self._timers:
-                timeout = max(0.0, self._timers[0][0] - self.clock.monotonic())
+                # at least a microsecond: a timer computed from an epoch due time (float rounding
+                # at 1.7e9) can sit a fraction of a nanosecond after now, below the event loop's
+                # clock resolution; waiting that long returns at once and with the loop's time
+                # unchanged, forever in fake time (and as a busy wait in real time)
+                timeout = max(_MIN_WAIT, self._timers[0][0] - self.clock.monotonic())
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout)
             except asyncio.TimeoutError:
@@ -412,6 +417,52 @@ class LocalFrontier:
             h.scheduled = False  # its old ready-heap entry goes stale
         self._schedule(h, self.clock.monotonic())
         self._wake.set()
+
+    async def reschedule(self, changes: Sequence[tuple[Candidate, float]]) -> None:
+        self.requeue(changes)
+
+    def requeue(self, changes: Iterable[tuple[Candidate, float]]) -> None:
+        """:meth:`reschedule` without the coroutine (``Rescheduling``, frontier/base.py)."""
+        self.db.ensure_tx()
+        conn = self.db.conn
+        now = self.clock.monotonic()
+        touched: dict[str, _Host] = {}
+        for cand, due in changes:
+            fp = fingerprint(cand.url)
+            row = conn.execute("SELECT state, due FROM urls WHERE fp = ?", (fp,)).fetchone()
+            h = self._host(host_key(cand.url))
+            if row is None:   # never admitted: admitted now, due then
+                self._remember(fp)
+                self.seq += 1
+                conn.execute(
+                    "INSERT INTO urls (fp, url, host, depth, parent, priority, seq, state, redirects, due)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+                    (fp, cand.url, h.key, cand.depth, cand.parent, cand.priority, self.seq, cand.redirects, due))
+                h.waiting += 1
+                self._queued += 1
+                if h.next_due is None or due < h.next_due:
+                    h.next_due = due
+                touched[h.key] = h
+                continue
+            state, old_due = row
+            if state == 1 or (state == 0 and old_due is None):
+                continue   # in a window, in flight, or ready now
+            if state == 2:
+                conn.execute("UPDATE urls SET state = 0, due = ?, attempts = 0, priority = max(priority, ?)"
+                             " WHERE fp = ?", (due, cand.priority, fp))
+                h.waiting += 1
+                self._queued += 1
+            else:
+                conn.execute("UPDATE urls SET due = ? WHERE fp = ?", (due, fp))
+            if h.next_due is None or due < h.next_due:
+                h.next_due = due   # (one that moved later leaves next_due early: _promote then re-reads it)
+            touched[h.key] = h
+        for h in touched.values():
+            if h.scheduled and h.ready_priority is None:
+                h.scheduled = False   # its timer may be later than the new due time: re-time it
+            self._schedule(h, now)
+        if touched:
+            self._wake.set()
 
     def held_hosts(self, limit: int = 3) -> tuple[int, list[tuple[str, float, float]]]:
         now = self.clock.monotonic()

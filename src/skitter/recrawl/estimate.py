@@ -508,13 +508,28 @@ def fit_site_prior(histories: Sequence[History], *, classes: Sequence[float] | n
     cover at about their level (0.94–0.99 in the twenty simulated sites of docs/recrawl.md). A
     page's own history is part of the fit; with five or more pages that counts little.
     """
-    from scipy.optimize import minimize   # here only: the fit runs off the hot path
-
     grid = _check_classes(classes)
     known = [h for h in histories if _intervals(h)[0].size]
     if len(known) < max(min_pages, 1):
         return None
     loglik = np.stack([_log_likelihood(h, grid, use_last_modified) for h in known])
+    mean = min(max(pooled(known).rate_per_second, grid[0]), grid[-1])
+    return fit_prior_to_likelihoods(loglik, grid, mean)
+
+
+def fit_prior_to_likelihoods(loglik: np.ndarray, classes: Sequence[float] | np.ndarray = CLASSES,
+                             start_mean: float | None = None) -> GammaPrior:
+    """`fit_site_prior`'s fit, from the pages' log-likelihoods at each class (one row a page, as
+    :mod:`skitter.recrawl.history` keeps them): what a recrawl fits a site's prior on without
+    re-reading any history. ``start_mean``: where the optimiser starts (default: the mean of the
+    pages' maximum-likelihood classes)."""
+    from scipy.optimize import minimize   # here only: the fit runs off the hot path
+
+    grid = _check_classes(classes)
+    loglik = np.asarray(loglik, dtype=float)
+    known = loglik   # (one row a page)
+    if start_mean is None:
+        start_mean = float(np.exp(np.log(grid)[np.argmax(loglik, axis=1)].mean()))
     features = np.stack([np.log(grid), -grid])
 
     def negative(theta: np.ndarray) -> tuple[float, np.ndarray]:
@@ -527,7 +542,7 @@ def fit_site_prior(histories: Sequence[History], *, classes: Sequence[float] | n
         gradient = posterior.sum(axis=0) @ features.T - len(known) * (np.exp(log_prior) @ features.T)
         return -float(marginal.sum()), -gradient * np.exp(theta)
 
-    mean = min(max(pooled(known).rate_per_second, grid[0]), grid[-1])
+    mean = min(max(start_mean, grid[0]), grid[-1])
     bounds = [(math.log(_SHAPE_MIN), math.log(_SHAPE_MAX)),
               (math.log(1e-3 / grid[-1]), math.log(1e3 / grid[0]))]
     start = np.array([0.0, min(max(-math.log(mean), bounds[1][0]), bounds[1][1])])

@@ -29,6 +29,16 @@ def iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+# The columns of a fetch record that describe one version of the page: a record written again
+# (``record_fetch(again=True)``) clears those it does not set.
+_VERSION_COLUMNS: dict[str, Any] = {
+    "final_url": None, "status": None, "error": None, "fetched_at": None, "content_type": None,
+    "content_length": None, "content_hash": None, "duplicate_of": None, "near_duplicate_of": None, "title": None,
+    "outlinks": None, "score": None, "canonical": None, "noindex": 0, "nofollow": 0, "elapsed": None,
+    "response_time": None, "ip": None, "warc_file": None, "warc_offset": None, "warc_length": None,
+}
+
+
 class CrawlStore:
     """One crawl directory, open for writing. ``CrawlStore.open(directory, config)``."""
 
@@ -129,27 +139,66 @@ class CrawlStore:
         """Append encoded WARC records (``analyse``'s request + response pair)."""
         return None if records is None else self.warc.write_encoded(records)
 
-    def record_fetch(self, cand: Candidate, record: dict[str, Any], *, counted: bool) -> int | None:
+    def record_fetch(self, cand: Candidate, record: dict[str, Any], *, counted: bool, again: bool = False) -> int | None:
         """Store the fetch record of ``cand`` (the export record's fields). ``counted``: a request
         was made, so the record gets the next ``fetch_order``; a URL decided without one has
-        none. Returns the fetch order."""
+        none. Returns the fetch order.
+
+        ``again``: the URL was fetched before (a recrawl's new version, or a page leaving the
+        collection): its record is updated in place and takes the next ``fetch_order`` (so the
+        search index, which follows fetch order, re-indexes or drops it), the columns of the
+        previous version that ``record`` does not set are cleared, ``skitter rank``'s columns are
+        kept, and the count of URLs fetched does not grow."""
         order = None
-        if counted:
+        if counted or again:
             self.order += 1
-            self.fetched += 1
             order = self.order
+            if not again:
+                self.fetched += 1
         self.db.ensure_tx()
+        if again:
+            record = {**_VERSION_COLUMNS, **record}
         record = dict(record, fetch_order=order, host=host_key(cand.url))
         cols = ", ".join(record)
         marks = ", ".join("?" for _ in record)
-        self.db.conn.execute(f"INSERT OR REPLACE INTO fetches (fp, {cols}) VALUES (?, {marks})",
-                             (fingerprint(cand.url), *record.values()))
+        if again:
+            update = ", ".join(f"{c} = excluded.{c}" for c in record if c not in ("depth", "parent"))
+            self.db.conn.execute(f"INSERT INTO fetches (fp, {cols}) VALUES (?, {marks})"
+                                 f" ON CONFLICT (fp) DO UPDATE SET {update}",
+                                 (fingerprint(cand.url), *record.values()))
+        else:
+            self.db.conn.execute(f"INSERT OR REPLACE INTO fetches (fp, {cols}) VALUES (?, {marks})",
+                                 (fingerprint(cand.url), *record.values()))
         return order
 
+    def touch_fetch(self, url: str, record: dict[str, Any]) -> None:
+        """Update some columns of ``url``'s fetch record in place, its ``fetch_order`` kept: a
+        revisit that found the page unchanged (its time, status, timings)."""
+        self.db.ensure_tx()
+        sets = ", ".join(f"{c} = ?" for c in record)
+        self.db.conn.execute(f"UPDATE fetches SET {sets} WHERE fp = ?", (*record.values(), fingerprint(url)))
+
+    def reorder(self, url: str) -> None:
+        """Give ``url``'s fetch record the next ``fetch_order`` (nothing else changes): the search
+        index, which follows fetch order, looks at the URL again (a page that left the collection
+        is dropped)."""
+        self.order += 1
+        self.db.ensure_tx()
+        self.db.conn.execute("UPDATE fetches SET fetch_order = ? WHERE fp = ?", (self.order, fingerprint(url)))
+
+    def remove_page(self, url: str) -> None:
+        """The page leaves the collection: its parsed fields go (the search index drops it at the
+        next fetch order, see ``record_fetch(again=True)``); its fetch record, links, history and
+        WARC records stay."""
+        self.db.ensure_tx()
+        self.db.conn.execute("DELETE FROM pages WHERE fp = ?", (fingerprint(url),))
+
     def record_page(self, url: str, page: Page, text: bytes | None, *, last_modified: str | None,
-                    etag: str | None) -> None:
+                    etag: str | None, again: bool = False) -> None:
         """A parsed page's fields and its links. ``text``: the page text packed (``pack_text``) by
-        the analysis process, or None to pack ``page.text`` here."""
+        the analysis process, or None to pack ``page.text`` here. ``again``: a new version of a
+        page stored before: its links are replaced (``links`` stays append-only for the links
+        that remain, so the search index's anchor watermark holds)."""
         fp = fingerprint(url)
         conn = self.db.conn
         self.db.ensure_tx()
@@ -158,11 +207,21 @@ class CrawlStore:
             " last_modified, etag) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (fp, url, page.title, page.description, page.keywords, "\n".join(page.headings),
              pack_text(page.text) if text is None else text, page.lang, page.encoding, last_modified, etag))
+        links = page.links
+        if again:
+            now = {link.url for link in links}
+            kept = set()
+            for rowid, dst_url in conn.execute("SELECT rowid, dst_url FROM links WHERE src = ?", (fp,)).fetchall():
+                if dst_url in now and dst_url not in kept:
+                    kept.add(dst_url)
+                else:
+                    conn.execute("DELETE FROM links WHERE rowid = ?", (rowid,))
+            links = [link for link in links if link.url not in kept]
         conn.executemany(
             "INSERT INTO links (src, dst, dst_url, anchor, visibility, position, distance, nofollow)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [(fp, fingerprint(link.url), link.url, link.anchor, link.visibility, link.position, link.distance,
-              int(link.nofollow or page.nofollow)) for link in page.links])
+              int(link.nofollow or page.nofollow)) for link in links])
 
     def record_robots(self, origin: str, *, outcome: str, crawl_delay: float | None, sitemaps: list[str],
                       at: float) -> None:

@@ -35,6 +35,11 @@ that touches it; the index entries are 20 bytes, so their leaves are few and sta
 - ``form_urls`` with ``--forms``: the URLs reached through a submission (the export's
                 ``via_form``): the submission itself, its further result pages and the pages
                 first found on them, by fingerprint.
+- ``recrawl_*`` the incremental crawler's tables (:data:`RECRAWL_SCHEMA`, written through
+                :mod:`skitter.store.recrawlstore`): a row per page of the collection (validators,
+                checksums, change statistics, due time), one per visit (every revisit's fetch
+                record), the collection's state over time, the URLs waiting outside a bounded
+                collection, the sitemaps read and their hints.
 
 Schema versions: a directory of an older schema is migrated the first time any command opens it
 (:data:`MIGRATIONS`, each step in one transaction); one of a newer schema is refused. A new table
@@ -161,6 +166,56 @@ CREATE TABLE IF NOT EXISTS form_urls (
 CREATE INDEX IF NOT EXISTS form_urls_via ON form_urls (via_form);
 """
 
+# The incremental crawler's tables (issue #20; skitter.store.recrawlstore writes them). New tables:
+# created at every writable open, like SCHEMA's, so no migration.
+RECRAWL_SCHEMA = """
+CREATE TABLE IF NOT EXISTS recrawl_pages (
+    fp INTEGER PRIMARY KEY,
+    url TEXT NOT NULL,
+    host TEXT NOT NULL,
+    kind TEXT NOT NULL DEFAULT 'page',
+    state TEXT NOT NULL DEFAULT 'live',
+    in_collection INTEGER NOT NULL DEFAULT 1,
+    first_visit REAL, last_visit REAL, last_change REAL,
+    visits INTEGER NOT NULL DEFAULT 0, changes INTEGER NOT NULL DEFAULT 0,
+    etag TEXT, last_modified TEXT, body_hash TEXT, text_hash TEXT, version_at REAL,
+    n INTEGER NOT NULL DEFAULT 0, x INTEGER NOT NULL DEFAULT 0,
+    lm_ok INTEGER NOT NULL DEFAULT 1, lm_x INTEGER NOT NULL DEFAULT 0, lm_t REAL NOT NULL DEFAULT 0,
+    lm_time REAL, loglik BLOB,
+    rate REAL, rate_low REAL, rate_high REAL, method TEXT,
+    importance REAL, weight REAL NOT NULL DEFAULT 1.0, frequency REAL, due REAL,
+    missing INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS recrawl_pages_host ON recrawl_pages (host);
+CREATE TABLE IF NOT EXISTS recrawl_visits (
+    id INTEGER PRIMARY KEY,
+    fp INTEGER NOT NULL,
+    at REAL NOT NULL,
+    status INTEGER,
+    kind TEXT NOT NULL,
+    changed INTEGER,
+    last_modified REAL,
+    warc_file TEXT, warc_offset INTEGER, warc_length INTEGER
+);
+CREATE INDEX IF NOT EXISTS recrawl_visits_fp ON recrawl_visits (fp, at);
+CREATE INDEX IF NOT EXISTS recrawl_visits_at ON recrawl_visits (at);
+CREATE TABLE IF NOT EXISTS recrawl_log (
+    at REAL NOT NULL, pages INTEGER, freshness REAL, weighted_freshness REAL, visits INTEGER,
+    changes INTEGER, not_modified INTEGER, added INTEGER, discarded INTEGER, multiplier REAL, budget REAL
+);
+CREATE TABLE IF NOT EXISTS recrawl_outside (
+    fp INTEGER PRIMARY KEY, url TEXT NOT NULL, host TEXT NOT NULL, depth INTEGER, parent TEXT,
+    priority REAL, since REAL
+);
+CREATE TABLE IF NOT EXISTS recrawl_sitemaps (
+    fp INTEGER PRIMARY KEY, url TEXT NOT NULL, origin TEXT NOT NULL, read_at REAL, kind TEXT,
+    entries INTEGER, error TEXT
+);
+CREATE TABLE IF NOT EXISTS recrawl_hints (
+    fp INTEGER PRIMARY KEY, changefreq TEXT, lastmod REAL, read_at REAL
+);
+"""
+
 # The export record's fields, in DESIGN.md's order (the contract), then our extra fields.
 EXPORT_FIELDS = (
     "url", "final_url", "status", "error", "fetched_at", "fetch_order", "depth", "parent",
@@ -215,6 +270,7 @@ class CrawlDB:
                     version = self._migrate(version)
                 if version == SCHEMA_VERSION:   # tables and indexes a version added: IF NOT EXISTS
                     self.conn.executescript(SCHEMA)
+                    self.conn.executescript(RECRAWL_SCHEMA)
         except sqlite3.DatabaseError as exc:
             self.conn.close()
             raise CrawlDirError(f"corrupt crawl database {self.path}: {exc}") from None

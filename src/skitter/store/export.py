@@ -15,20 +15,42 @@ from .forms import has_form_tables
 #: Fields of other tables than ``fetches``: ``via_form`` (forms, issue #22: the submission through
 #: which the URL was reached, from ``form_urls``; null for every other URL).
 JOINED_FIELDS = ("via_form",)
-FIELDS = EXPORT_FIELDS + EXTRA_FIELDS + JOINED_FIELDS
+# the incremental crawler's (issue #20, docs/recrawl.md): null for a URL it never revisited
+RECRAWL_FIELDS = ("visits", "changes", "last_changed", "change_rate", "change_rate_low", "change_rate_high",
+                  "in_collection")
+FIELDS = EXPORT_FIELDS + EXTRA_FIELDS + JOINED_FIELDS + RECRAWL_FIELDS
+_DAY = 86400.0
 
 
 def iter_records(db: CrawlDB) -> Iterator[dict]:
     """Every URL the crawler tried, in fetch order (URLs decided without a request last)."""
+    from .crawlstore import iso
+    from .recrawlstore import has_tables
+
     cols = ", ".join(f"f.{c}" for c in EXPORT_FIELDS + EXTRA_FIELDS)
     forms = has_form_tables(db.conn)
-    via = "u.via_form" if forms else "NULL AS via_form"
+    via = "u.via_form AS via_form" if forms else "NULL AS via_form"
     join = " LEFT JOIN form_urls u ON u.fp = f.fp" if forms else ""
-    for row in db.query(f"SELECT {cols}, {via} FROM fetches f{join}"
-                        " ORDER BY f.fetch_order IS NULL, f.fetch_order, f.fp"):
-        rec = {k: row[k] for k in FIELDS}
+    if has_tables(db.conn):
+        recrawl = (", r.visits AS visits, r.changes AS changes, r.last_change AS last_changed,"
+                   " r.rate AS change_rate, r.rate_low AS change_rate_low, r.rate_high AS change_rate_high,"
+                   " r.in_collection AS in_collection, r.fp AS rfp")
+        join += " LEFT JOIN recrawl_pages r ON r.fp = f.fp"
+    else:
+        recrawl = ", NULL AS rfp"
+    sql = f"SELECT {cols}, {via}{recrawl} FROM fetches f{join}"
+    for row in db.query(sql + " ORDER BY f.fetch_order IS NULL, f.fetch_order, f.fp"):
+        rec = {k: row[k] for k in EXPORT_FIELDS + EXTRA_FIELDS + JOINED_FIELDS}
         rec["noindex"] = bool(rec["noindex"])
         rec["nofollow"] = bool(rec["nofollow"])
+        if row["rfp"] is None:
+            rec.update(dict.fromkeys(RECRAWL_FIELDS))
+        else:
+            lc = row["last_changed"]
+            rec.update(visits=row["visits"], changes=row["changes"], last_changed=None if lc is None else iso(lc),
+                       in_collection=bool(row["in_collection"]))
+            for k in ("change_rate", "change_rate_low", "change_rate_high"):   # per day
+                rec[k] = None if row[k] is None else row[k] * _DAY
         yield rec
 
 

@@ -182,7 +182,12 @@ def create_app(directory: Path | str, labels=None, topic: str | None = None) -> 
             error = None
         except (SkitterError, sqlite3.Error) as exc:
             s, error = {}, str(exc)
+        recrawl = s.pop("recrawl", None)
         rows = [(k, _fmt(v)) for k, v in s.items()]
+        if recrawl:   # the incremental crawler's collection (docs/recrawl.md), a row each
+            rows += [(f"recrawl: {k.replace('_', ' ')}", _fmt(v)) for k, v in recrawl.items() if k != "sites"]
+            rows.append(("recrawl: sites", ", ".join(f"{x['host']} ({x['changing']} of {x['pages']} changing)"
+                                                     for x in recrawl["sites"]) or "-"))
         ev = None
         if labels is not None and not error:
             try:
@@ -190,7 +195,7 @@ def create_app(directory: Path | str, labels=None, topic: str | None = None) -> 
             except (SkitterError, sqlite3.Error) as exc:
                 error = f"cannot evaluate the crawl: {exc}"
         return page(request, "crawl.html", rows=rows, error=error, refresh=REFRESH_SECONDS,
-                    plots=list(plots.PLOTS), ev=ev)
+                    plots=list(plots.PLOTS) + (list(plots.RECRAWL_PLOTS) if recrawl else []), ev=ev)
 
     def evaluation():
         from ..eval.crawl import evaluate, guess_topic
@@ -201,7 +206,7 @@ def create_app(directory: Path | str, labels=None, topic: str | None = None) -> 
 
     def plot(request: Request) -> Response:
         name = request.path_params["name"]
-        fn = plots.PLOTS.get(name)
+        fn = plots.PLOTS.get(name) or plots.RECRAWL_PLOTS.get(name)
         ev_fn, needs_topic = EVAL_PLOTS.get(name, (None, False)) if labels is not None else (None, False)
         if fn is None and ev_fn is None:
             return Response("no such plot", status_code=404, media_type="text/plain")

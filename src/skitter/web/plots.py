@@ -100,4 +100,31 @@ def queue_size(conn: sqlite3.Connection) -> bytes:
     return _png(fig)
 
 
+def freshness(conn: sqlite3.Connection) -> bytes:
+    """The recrawled collection's estimated freshness over time (docs/recrawl.md: each planning
+    pass's mean of e^(−λ̂·(now − last visit)) over the collection), plain and importance-weighted."""
+    try:
+        rows = conn.execute("SELECT at, freshness, weighted_freshness FROM recrawl_log WHERE freshness IS NOT NULL"
+                            " ORDER BY at").fetchall()
+    except sqlite3.OperationalError:   # a crawl directory from before the recrawl tables
+        rows = []
+    fig = Figure(figsize=SIZE)
+    ax = fig.add_subplot()
+    ax.set_title("estimated freshness of the collection")
+    if not rows:
+        _empty(ax, "revisits")
+        return _png(fig)
+    t0 = rows[0][0]
+    hours = [(r[0] - t0) / 3600.0 for r in rows]
+    ax.plot(hours, [r[1] for r in rows], label="freshness", color="tab:blue")
+    ax.plot(hours, [r[2] for r in rows], label="weighted by importance", color="tab:orange", alpha=0.8)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("hours since the first planning pass")
+    ax.set_ylabel("share of pages fresh")
+    ax.legend(loc="lower left")
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
 PLOTS = {"pages": pages_over_time, "status": status_codes, "hosts": top_hosts, "queue": queue_size}
+RECRAWL_PLOTS = {"freshness": freshness}   # on the crawl page once the crawl has revisited

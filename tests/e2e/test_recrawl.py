@@ -1,0 +1,207 @@
+"""The incremental crawler end to end (issue #20, docs/recrawl.md): the changing demo web served
+over loopback, the real crawl loop, store and WARC files; ``skitter recrawl`` in a subprocess killed
+with SIGKILL and resumed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from skitter.api import build_crawler
+from skitter.config import CrawlConfig
+from skitter.demo.server import DemoServer
+from skitter.demo.web import DemoConfig
+
+pytestmark = pytest.mark.slow
+
+CFG = DemoConfig(hosts=3, pages=150, seed=11)
+SPEED = 60.0   # a wall-clock second is a minute of the web's life
+
+
+def fast_config(seeds, **kw) -> CrawlConfig:
+    return CrawlConfig(seeds=tuple(seeds), delay=0.0, adaptive_delay=0.0, per_host=2, concurrency=8,
+                       max_crawl_delay=0.02, analysis_processes=0, **kw).validate()
+
+
+def rows(directory: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    conn = sqlite3.connect(f"file:{directory / 'crawl.db'}?mode=ro", uri=True)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def test_crawl_with_recrawl_on_the_changing_web(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    with DemoServer(CFG, changing=True, change_speed=SPEED) as srv:
+        web = srv.web
+        config = fast_config(web.seeds(), recrawl=True, rate=25.0)
+        crawler = build_crawler(out, config, until=time.time() + 14)
+        asyncio.run(crawler.run())
+        end = time.time()
+        assert not crawler.interrupted
+
+    kinds = dict(rows(out, "SELECT kind, count(*) FROM recrawl_visits GROUP BY kind"))
+    assert kinds.get("first", 0) >= 100
+    assert kinds.get("304", 0) > 20, kinds          # conditional GETs answered 304
+    assert kinds.get("changed", 0) > 5, kinds       # main-text changes seen
+    # noise (an ad, a date, a session token) is no change: a page is never seen changing more
+    # often than it really changed between its first and last visit
+    fps = rows(out, "SELECT r.url, r.changes, r.first_visit, r.last_visit FROM recrawl_pages r"
+                    " WHERE r.in_collection = 1 AND r.visits > 1")
+    assert len(fps) > 50
+    for url, changes, first, last in fps:
+        truth = len(web.change_times(url, first - 0.5, last + 0.5))
+        assert changes <= truth, (url, changes, truth)
+    # the budget: revisits at about --rate a second, never far above it
+    revisits = sum(v for k, v in kinds.items() if k != "first")
+    first_revisit = rows(out, "SELECT min(at) FROM recrawl_visits WHERE kind != 'first'")[0][0]
+    assert revisits <= 25.0 * (end - first_revisit) + 30
+
+    # the archive: unchanged pages as WARC 1.1 revisit records standard tools read
+    from warcio.archiveiterator import ArchiveIterator
+
+    profiles: dict[str, int] = {}
+    for path in (out / "warc").glob("*.warc.gz"):
+        with open(path, "rb") as f:
+            for rec in ArchiveIterator(f):
+                if rec.rec_type == "revisit":
+                    p = rec.rec_headers.get_header("WARC-Profile").rsplit("/", 1)[-1]
+                    profiles[p] = profiles.get(p, 0) + 1
+    assert profiles.get("server-not-modified", 0) >= kinds["304"]
+    assert profiles.get("identical-payload-digest", 0) >= kinds.get("same", 0)
+
+    # the export's recrawl fields
+    exported = subprocess.run([sys.executable, "-m", "skitter", "export", str(out)], capture_output=True,
+                              text=True, check=True, timeout=60).stdout.splitlines()
+    recs = [json.loads(line) for line in exported]
+    pages = [r for r in recs if r["in_collection"]]
+    assert len(pages) >= 100
+    for r in pages:
+        assert r["visits"] >= 1 and r["changes"] >= 0
+        assert r["change_rate"] is not None and r["change_rate"] >= 0
+        assert r["change_rate_low"] <= r["change_rate"]
+        assert r["change_rate_high"] is None or r["change_rate"] <= r["change_rate_high"]
+    assert any(r["changes"] > 0 and r["last_changed"] for r in pages)
+
+    summary = json.loads(subprocess.run([sys.executable, "-m", "skitter", "stats", str(out), "--json"],
+                                        capture_output=True, text=True, check=True, timeout=60).stdout)
+    rc = summary["recrawl"]
+    assert rc["pages"] == len(pages) and rc["revisits"] == revisits
+    assert 0 < rc["not_modified_share"] < 1 and 0 <= rc["freshness"] <= 1
+
+    # the web UI's crawl page plots the estimated freshness over time
+    from skitter.store.db import connect
+    from skitter.web import plots
+
+    conn = connect(out / "crawl.db", readonly=True)
+    try:
+        assert plots.freshness(conn)[:8] == b"\x89PNG\r\n\x1a\n"
+    finally:
+        conn.close()
+
+
+def recrawl_cmd(directory: Path, duration: str) -> list[str]:
+    return [sys.executable, "-m", "skitter", "recrawl", str(directory), "--for", duration, "--rate", "30",
+            "--quiet"]
+
+
+def test_skitter_recrawl_resumes_after_kill_9(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    with DemoServer(CFG, changing=True, change_speed=SPEED) as srv:
+        subprocess.run([sys.executable, "-m", "skitter", "crawl", *srv.web.seeds(), "-o", str(out), "--delay", "0",
+                        "--adaptive-delay", "0", "--max-crawl-delay", "0", "--quiet"],
+                       check=True, timeout=180, capture_output=True)
+        pages = rows(out, "SELECT count(*) FROM pages")[0][0]
+        assert pages > 100
+        proc = subprocess.Popen(recrawl_cmd(out, "10m"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.time() + 120
+            while time.time() < deadline:
+                time.sleep(0.3)
+                try:
+                    n = rows(out, "SELECT count(*) FROM recrawl_visits WHERE kind != 'first'")[0][0]
+                except sqlite3.OperationalError:
+                    continue
+                if n >= 60:
+                    break
+            else:
+                pytest.fail("no revisits within 120 s")
+            os.kill(proc.pid, signal.SIGKILL)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+        before = rows(out, "SELECT count(*) FROM recrawl_visits WHERE kind != 'first'")[0][0]
+        members = rows(out, "SELECT count(*) FROM recrawl_pages WHERE in_collection = 1")[0][0]
+        assert members >= pages - 5
+
+        final = subprocess.run(recrawl_cmd(out, "6s"), capture_output=True, text=True, timeout=180)
+        assert final.returncode == 0, final.stderr
+    assert rows(out, "PRAGMA integrity_check")[0][0] == "ok"
+    after = rows(out, "SELECT count(*) FROM recrawl_visits WHERE kind != 'first'")[0][0]
+    assert after > before + 30
+    assert rows(out, "SELECT count(*) FROM recrawl_pages WHERE in_collection = 1")[0][0] >= members
+    # nothing lost: every page of the collection is still scheduled in the frontier
+    lost = rows(out, "SELECT r.url FROM recrawl_pages r LEFT JOIN urls u ON u.fp = r.fp"
+                     " WHERE r.in_collection = 1 AND (u.fp IS NULL OR u.state = 2)")
+    assert lost == []
+    # one fetch record per URL, each revisit a row of its history
+    assert rows(out, "SELECT count(*) FROM fetches")[0][0] == rows(out, "SELECT count(DISTINCT fp) FROM fetches")[0][0]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--for", "5x"], "--for wants seconds"),
+    (["--for", "-3m"], "--for must be a positive duration"),
+    (["--rate", "0"], "--rate must be above 0"),
+])
+def test_recrawl_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    d = tmp_path / "c"
+    subprocess.run([sys.executable, "-m", "skitter", "crawl", "http://127.0.0.1:9/", "-o", str(d), "--quiet",
+                    "--retries", "0"], capture_output=True, timeout=60)
+    r = subprocess.run([sys.executable, "-m", "skitter", "recrawl", str(d), *args], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in r.stderr
+
+
+def test_recrawl_of_no_crawl_is_one_line(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "skitter", "recrawl", str(tmp_path / "none")], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and "not a crawl directory" in r.stderr
+
+
+def test_crawl_recrawl_goes_on_revisiting_until_ctrl_c(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    with DemoServer(CFG, changing=True, change_speed=SPEED) as srv:
+        proc = subprocess.Popen([sys.executable, "-m", "skitter", "crawl", *srv.web.seeds(), "-o", str(out),
+                                 "--delay", "0", "--adaptive-delay", "0", "--max-crawl-delay", "0", "--quiet",
+                                 "--recrawl", "--rate", "30"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.time() + 120
+            n = 0
+            while time.time() < deadline and n < 40:
+                time.sleep(0.3)
+                try:
+                    n = rows(out, "SELECT count(*) FROM recrawl_visits WHERE kind != 'first'")[0][0]
+                except sqlite3.OperationalError:
+                    pass
+            assert n >= 40, "no revisits after the discovery crawl"
+            assert proc.poll() is None   # still running: it does not end when the frontier is empty
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert proc.returncode == 130, err
+    assert rows(out, "SELECT count(*) FROM pages")[0][0] > 100
