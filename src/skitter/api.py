@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 from .clock import SYSTEM, Clock
 from .config import CrawlConfig
@@ -193,7 +194,7 @@ class StoredCrawl:
     def close(self) -> None:
         self._db.conn.close()
 
-    def __enter__(self) -> "StoredCrawl":
+    def __enter__(self) -> StoredCrawl:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -122,7 +122,7 @@ class CrawlConfig:
     seeds: tuple[str, ...] = field(default=())
     resolve: tuple[tuple[str, str], ...] = field(default=())  # host -> IP overrides (curl --resolve)
 
-    def validate(self) -> "CrawlConfig":
+    def validate(self) -> CrawlConfig:
         """UsageError for a setting out of range (a crawl that would do nothing, or hang)."""
         from .errors import UsageError
 
@@ -143,7 +143,7 @@ class CrawlConfig:
 
         return max(0, min(4, (os.cpu_count() or 1) - 1))
 
-    def with_(self, **changes: Any) -> "CrawlConfig":
+    def with_(self, **changes: Any) -> CrawlConfig:
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:

@@ -74,7 +74,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Protocol, Sequence
+from typing import Protocol
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -949,12 +950,12 @@ class DuplicateTests:
     "new-links" follows a near-duplicate's links only if it has links its original lacks, "all"
     always."""
 
-    def __init__(self, store: DuplicateStore, index: "NearDupIndex | None", follow: str = "new-links") -> None:
+    def __init__(self, store: DuplicateStore, index: NearDupIndex | None, follow: str = "new-links") -> None:
         self.store = store
         self.index = index
         self.follow = follow
 
-    def test(self, url: str, content_hash: str | None, page, fps: "np.ndarray | None") -> Verdict | None:
+    def test(self, url: str, content_hash: str | None, page, fps: np.ndarray | None) -> Verdict | None:
         """The verdict on one response (``analyse``'s content hash, page and fingerprints), or
         None when there is no body to test (not a 2xx)."""
         if content_hash is None:

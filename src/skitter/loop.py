@@ -38,13 +38,14 @@ import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from .analyse import Analysis, analyse, archive_only
 from .clock import Clock
 from .config import CrawlConfig
 from .crawllog import crawl_log
-from .decide import Decision, Rules, backoff, decide
+from .decide import Decision, Rules, decide
 from .dedup import DuplicateTests
 from .errors import BadSeedError, SkitterError
 from .frontier.base import Durable, Frontier, Reprioritizing
@@ -110,7 +111,7 @@ class Crawler:
     def __init__(self, *, config: CrawlConfig, seeds: list[str], store: CrawlStore, frontier: Frontier,
                  transport: Transport, robots: RobotsCache, scorer: Scorer, link_filter: LinkFilter,
                  duplicates: DuplicateTests, clock: Clock, analyse_options: tuple,
-                 on_progress: Callable[["Crawler"], None] | None = None, forms: "FormCrawl | None" = None,
+                 on_progress: Callable[[Crawler], None] | None = None, forms: FormCrawl | None = None,
                  recrawl: Recrawl | None = None) -> None:
         self.config = config
         self.seeds = seeds

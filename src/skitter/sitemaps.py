@@ -42,7 +42,7 @@ import re
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from email.utils import parsedate_tz
 from xml.parsers import expat
 
@@ -111,7 +111,7 @@ def parse_w3c_datetime(text: str) -> float | None:
     except ValueError:
         return _parse_w3c_slow(text)
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
 
 

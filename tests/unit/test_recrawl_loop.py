@@ -88,7 +88,7 @@ def test_revisits_follow_the_budget_and_the_policy(tmp_path: Path) -> None:
         out = tmp_path / name
         clock = LoopClock()
 
-        async def main():
+        async def main(out=out, name=name, clock=clock):
             crawler = build_crawler(out, config(w, rate=0.05, policy=name, importance="none"),
                                     transport=WebTransport(w, clock), clock=clock, until=EPOCH + hours * 3600)
             await crawler.run()

@@ -12,7 +12,8 @@ retry, a revisit): a URL has a due time of its own, apart from its host's polite
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
+from collections.abc import Sequence
 
 from ..models import Candidate, Outcome
 

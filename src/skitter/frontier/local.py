@@ -25,7 +25,7 @@ import asyncio
 import heapq
 from bisect import insort
 from dataclasses import replace
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from ..clock import SYSTEM, Clock
 from ..models import Candidate, Outcome
@@ -208,7 +208,7 @@ class LocalFrontier:
             " WHERE host = ? AND state = 0 AND due IS NOT NULL AND due <= ? ORDER BY due, seq LIMIT ?",
             (h.key, horizon, room)).fetchall()
         conn.executemany("UPDATE urls SET due = NULL, state = 1 WHERE fp = ?", [(r[0],) for r in rows])
-        for fp, url, depth, parent, priority, seq, redirects, attempts in rows:
+        for _fp, url, depth, parent, priority, _seq, redirects, attempts in rows:
             self._tick += 1
             insort(h.window, (_FIRST, -self._tick, Candidate(url=url, depth=depth, parent=parent, priority=priority,
                                                              redirects=redirects, attempts=attempts)))
@@ -239,7 +239,7 @@ class LocalFrontier:
             return
         self.db.conn.executemany("UPDATE urls SET state = 1 WHERE fp = ?", [(r[0],) for r in rows])
         h.ready = max(0, h.ready - len(rows))
-        for fp, url, depth, parent, priority, seq, redirects, attempts in rows:
+        for _fp, url, depth, parent, priority, seq, redirects, attempts in rows:
             cand = Candidate(url=url, depth=depth, parent=parent, priority=priority,
                              redirects=redirects, attempts=attempts)
             insort(h.window, (priority, -seq, cand))
@@ -327,7 +327,7 @@ class LocalFrontier:
                 timeout = max(_MIN_WAIT, self._timers[0][0] - self.clock.monotonic())
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         return None
 

@@ -12,6 +12,7 @@ The rules (DESIGN.md, seed 002):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +77,6 @@ def parse_retry_after(value: str | None, now_epoch: float) -> float | None:
     value = value.strip()
     if value.isascii() and value.isdigit():  # str.isdigit() alone also takes "²" and "١٢"
         return float(value)
-    from datetime import timezone
     from email.utils import parsedate_to_datetime
 
     try:
@@ -86,5 +86,5 @@ def parse_retry_after(value: str | None, now_epoch: float) -> float | None:
     if when is None:
         return None
     if when.tzinfo is None:  # the asctime form has no zone; every HTTP-date is GMT
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return max(0.0, when.timestamp() - now_epoch)

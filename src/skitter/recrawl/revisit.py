@@ -41,7 +41,8 @@ import logging
 import math
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import Any, Awaitable, Callable
+from typing import Any
+from collections.abc import Awaitable, Callable
 
 import xxhash
 
@@ -533,7 +534,7 @@ class Recrawl:
                 if wait > 0:
                     try:
                         await asyncio.wait_for(self._soon.wait(), wait)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         pass
                 self._soon.clear()
                 rest = PASS_MIN - (self.clock.monotonic() - started)
@@ -595,7 +596,7 @@ class Recrawl:
             self.counters.added += 1
             admitted.append((Candidate(url=out_url, depth=depth or 1, parent=parent, priority=max(priority or 0, 1.0)),
                              now))
-        for fp, url, due in result["earlier"]:
+        for _fp, url, due in result["earlier"]:
             admitted.append((Candidate(url=url, depth=0, priority=1.0), due))
         if result["earlier"]:
             self.db.update_pages("due", [(due, fp) for fp, _, due in result["earlier"]])

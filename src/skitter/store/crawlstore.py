@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from itertools import groupby
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 from ..errors import CrawlDirError
 from ..models import Candidate, Page
@@ -26,7 +27,7 @@ from .warc import WarcLocation, WarcWriter
 
 def iso(epoch: float) -> str:
     """Seconds since the epoch as the records' ISO 8601 UTC time (milliseconds)."""
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # The columns of a fetch record that describe one version of the page: a record written again
@@ -56,7 +57,7 @@ class CrawlStore:
         self.order = c["max_order"]
 
     @classmethod
-    def open(cls, directory: Path, config: dict, *, software: str, now: float | None = None) -> "CrawlStore":
+    def open(cls, directory: Path, config: dict, *, software: str, now: float | None = None) -> CrawlStore:
         """Open (or create) the crawl directory; a resumed crawl keeps its seeds and adds these.
         URLs that were in flight when the last run ended go back to the queue."""
         directory = Path(directory)

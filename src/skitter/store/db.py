@@ -59,7 +59,8 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from ..errors import CrawlDirError
 

@@ -18,7 +18,8 @@ and its WARC records, and a kill -9 loses at most the uncommitted batch, as for 
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from ..models import Candidate
 from ..urls import fingerprint, host_key

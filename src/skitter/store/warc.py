@@ -74,10 +74,10 @@ import time
 import uuid
 import zlib
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from http import HTTPStatus
 from pathlib import Path
-from typing import Iterable, Mapping, Union
+from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from fastwarc.stream_io import GzipWriter
@@ -116,7 +116,7 @@ class WarcLocation:
     length: int
 
 
-Source = Union[WarcLocation, tuple[str, int, int]]
+Source = WarcLocation | tuple[str, int, int]
 
 
 # --------------------------------------------------------------------------------------- helpers
@@ -125,7 +125,7 @@ Source = Union[WarcLocation, tuple[str, int, int]]
 def _warc_date(ts: float) -> str:
     if not ts or ts <= 0:
         ts = time.time()
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _clean(text: str) -> str:
