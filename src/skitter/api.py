@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from collections.abc import Callable, Iterator
 
 from .clock import SYSTEM, Clock
@@ -63,14 +63,17 @@ def build_crawler(directory: Path | str, config: CrawlConfig, *,
         config = config.with_(seeds=tuple(store.config["seeds"]))
         if store.resumed and isinstance(scorer, Restorable):   # importance state (backlinks, OPIC)
             scorer.restore(store.replay_seeds(), store.replay_pages())
+        front: Frontier
         if frontier is None:
             from .frontier.local import LocalFrontier
 
-            frontier = LocalFrontier(store.db, Politeness(delay=config.delay, per_host=config.per_host,
+            front = LocalFrontier(store.db, Politeness(delay=config.delay, per_host=config.per_host,
                                                           adaptive=config.adaptive_delay,
                                                           max_crawl_delay=config.max_crawl_delay), clock=clock)
         elif callable(frontier) and not hasattr(frontier, "next_ready"):
-            frontier = frontier(store)
+            front = frontier(store)
+        else:   # an object with next_ready: a frontier (mypy does not narrow the union on hasattr)
+            front = cast(Frontier, frontier)
         if transport is None:
             from .fetch import Fetcher
             from .netguard import allowed_classes
@@ -91,8 +94,8 @@ def build_crawler(directory: Path | str, config: CrawlConfig, *,
         if config.recrawl:   # revisiting (issue #20): docs/recrawl.md
             from .recrawl.revisit import Recrawl
 
-            recrawl = Recrawl(store, config, clock, frontier, until=until)
-        return Crawler(config=config, seeds=seeds, store=store, frontier=frontier, transport=transport,
+            recrawl = Recrawl(store, config, clock, front, until=until)
+        return Crawler(config=config, seeds=seeds, store=store, frontier=front, transport=transport,
                        robots=robots, scorer=scorer, link_filter=link_filter,
                        duplicates=duplicates, clock=clock, analyse_options=_analyse_options(config, scorer, duplicates),
                        on_progress=on_progress, forms=forms, recrawl=recrawl)

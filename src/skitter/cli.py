@@ -11,6 +11,7 @@ import sqlite3
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -197,7 +198,7 @@ def recrawl(directory: str, rate: float | None, duration: str | None, collection
     seconds = parse_duration(duration) if duration is not None else None
     directory_path = Path(directory)
     config = stored_config(directory_path)
-    changes = {"recrawl": True}
+    changes: dict[str, Any] = {"recrawl": True}
     for name, value in (("rate", rate), ("collection", collection), ("policy", policy),
                         ("importance", importance)):
         if value is not None:
@@ -265,17 +266,19 @@ def demo(output: str, pages: int, hosts: int, forms: bool) -> None:
     from .demo.web import DemoConfig
 
     try:
-        config = DemoConfig(pages=pages, hosts=hosts)
-        check_config(config)
+        web_config = DemoConfig(pages=pages, hosts=hosts)
+        check_config(web_config)
     except ValueError as exc:
         raise UsageError(f"--pages/--hosts: {exc}") from None
     out = Path(output)
     if out.exists():
         shutil.rmtree(out)
-    with DemoServer(config, hidden=forms) as server:
+    with DemoServer(web_config, hidden=forms) as server:
+        web = server.web
+        assert web is not None   # set when the server has started
         click.echo(f"demo web: {len(server.base_urls)} hosts on loopback ({', '.join(server.base_urls[:2])}, …)",
                    err=True)
-        seeds = list(server.web.seeds())
+        seeds = list(web.seeds())
         if server.hidden_site is not None:
             click.echo(f"hidden site: {server.hidden_url} (records only behind its search form)", err=True)
             seeds += server.hidden_site.seeds()
@@ -288,10 +291,10 @@ def demo(output: str, pages: int, hosts: int, forms: bool) -> None:
                 + "".join(u + "\n" for u in server.hidden_site.record_urls()), encoding="utf-8")
         from .demo.qrels import write_demo_qrels
 
-        write_demo_qrels(server.web, out / "queries.tsv", out / "qrels.txt")
+        write_demo_qrels(web, out / "queries.tsv", out / "qrels.txt")
         from .demo.labels import write_labels
 
-        write_labels(server.web, out / "labels.jsonl")
+        write_labels(web, out / "labels.jsonl")
     click.echo(f"crawl directory: {out}")
     click.echo(f"  skitter stats {out}")
     click.echo(f"  skitter search {out} 'telescope nebula'")

@@ -128,6 +128,7 @@ def main_text(html: bytes | str, fallback_text: str = "", *, encoding: str | Non
     """
     from .parse import parse_with_main_text   # lexbor: imported where pages are parsed
 
+    ctype: str | None
     if isinstance(html, str):
         body, ctype = html.encode("utf-8", "replace"), "text/html; charset=utf-8"
     else:
@@ -242,7 +243,7 @@ def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
     return _POWERS[0], _POWERS[1]
 
 
-def _power_tables(size: int) -> list[np.ndarray]:
+def _power_tables(size: int) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(over="ignore"):
         pw = np.full(size, _BASE, dtype=_U64)
         pw[0] = 1
@@ -250,7 +251,7 @@ def _power_tables(size: int) -> list[np.ndarray]:
         inv = np.full(size, _BASE_INV, dtype=_U64)
         inv[0] = 1
         np.cumprod(inv, out=inv)
-    return [pw, inv]
+    return pw, inv
 
 
 def _window_min(h: np.ndarray, w: int) -> np.ndarray:
@@ -318,11 +319,12 @@ def winnow_smallest(text: str, count: int, k: int = K, w: int = W) -> np.ndarray
         return _sorted_unique(_window_min(h, w))[:count] if n else h
     step = (1 << 64) // n
     cut = step * (count + count // 2 + 16)
-    out = np.empty(n, dtype=_U64) if _speedups is not None else None
+    sp = _speedups
+    out = np.empty(n, dtype=_U64) if sp is not None else None
     while True:
         below = min(cut, (1 << 64) - 1)
-        if out is not None:
-            kept = np.unique(out[:_speedups.select_below(h, below, w, out)])
+        if sp is not None and out is not None:
+            kept = np.unique(out[:sp.select_below(h, below, w, out)])
         else:
             pos = np.flatnonzero(h < np.uint64(below))
             v = h[pos]
@@ -712,7 +714,9 @@ class NearDupIndex:
             gen.seal()
             gen = _Generation()
             self._gens.append(gen)
-            while self._count - len(self._gens[0]) >= self.window:
+            window = self.window
+            assert window is not None  # _gen_size is set only with a window
+            while self._count - len(self._gens[0]) >= window:
                 old = self._gens.pop(0)
                 self._count -= len(old)
                 self.dropped += len(old)
@@ -819,8 +823,10 @@ class NearDupIndex:
         """``_candidates_np``, each generation in one compiled call (``skitter._speedups``; ``runs``:
         each generation's runs as it takes them); used when no hash can be over ``max_df`` (fewer
         postings in all)."""
+        sp = _speedups
+        assert sp is not None  # only called when the compiled module is there
         for gen, gen_runs in zip(self._gens, runs):
-            found, cand, hits = _speedups.gen_candidates(gen_runs, probe, gen.n.view(), need,
+            found, cand, hits = sp.gen_candidates(gen_runs, probe, gen.n.view(), need,
                                                          self.min_sample)
             if found:
                 self.last_candidates += found
@@ -938,7 +944,7 @@ class Verdict:
 class DuplicateStore(Protocol):
     """What the tests read and write (skitter.store.crawlstore.CrawlStore)."""
 
-    def first_with_content(self, digest: str, url: str) -> str | None: ...
+    def first_with_content(self, digest: str, url: str) -> str: ...
     def page_url(self, fp: int) -> str | None: ...
     def link_targets(self, fp: int) -> list[str]: ...
     def add_sketch(self, record: tuple[int, bytes]) -> None: ...

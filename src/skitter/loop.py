@@ -38,7 +38,7 @@ import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 from .analyse import Analysis, analyse, archive_only
@@ -191,8 +191,9 @@ class Crawler:
         stopper = asyncio.create_task(self._stop_event.wait())
         planner = asyncio.create_task(self.recrawl.run() if self.recrawl is not None else asyncio.sleep(0))
         gatherer = asyncio.gather(*fetchers)
+        first: list[asyncio.Future[Any]] = [gatherer, stopper]
         try:
-            await asyncio.wait([gatherer, stopper], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
         finally:
             # the watchdog's heartbeat goes last: the others may take seconds to wind down
             # (the index process finishes its update), and the loop runs all along
@@ -254,7 +255,10 @@ class Crawler:
             if not rules.allowed(cand.url):
                 return cand, self._skip(cand, "robots: disallowed by robots.txt", visit)
         result = await self.transport.get(cand.url, headers=visit.headers if visit else None)   # 3
-        unchanged = self.recrawl.unchanged(visit, result) if visit else None   # a 304, an equal body
+        unchanged = None
+        if visit:   # a 304, an equal body
+            assert self.recrawl is not None   # only the recrawl makes a visit
+            unchanged = self.recrawl.unchanged(visit, result)
         analysis = unchanged or await self._analyse(result, cand.url)  # 4
         page = analysis.page
         verdict = self.duplicates.test(cand.url, analysis.content_hash, page, analysis.fingerprints)
@@ -265,6 +269,7 @@ class Crawler:
             return (replace(cand, attempts=cand.attempts + 1),
                     replace(outcome, due=self.clock.time() + decision.retry_in))
         if visit is not None:   # 6, the recrawl's way: stored if new or changed; and the next visit
+            assert self.recrawl is not None   # only the recrawl makes a visit
             due = await self.recrawl.settle(visit, result, analysis, decision)
             return replace(cand, attempts=0), replace(outcome, due=due)
         await self._apply(cand, result, analysis, decision)            # 6
@@ -393,7 +398,9 @@ class Crawler:
         once and never takes a politeness slot. Returns the candidates that were new."""
         if not cands:
             return []
-        disallowed, allowed, new = [], [], []
+        disallowed: list[Candidate] = []
+        allowed: list[Candidate] = []
+        new: list[Candidate] = []
         for cand in cands:
             rules = self.robots.cached(cand.url) if self.config.obey_robots else None
             blocked = rules is not None and rules.reason is None and not rules.allowed(cand.url)
@@ -411,8 +418,10 @@ class Crawler:
 
     async def _submit(self) -> None:
         """Forms (issue #22): the planners' next submissions into the frontier, like links."""
-        while cands := self.forms.submissions():
-            self.forms.enqueued(cands, await self._enqueue(cands))
+        forms = self.forms
+        assert forms is not None   # called only with --forms
+        while cands := forms.submissions():
+            forms.enqueued(cands, await self._enqueue(cands))
 
     def _skip(self, cand: Candidate, error: str, visit: Visit | None = None) -> Outcome:
         """A URL decided without a request (robots.txt): a record with no status and no order.
@@ -504,7 +513,9 @@ class Crawler:
 
 def _awaiting(task: asyncio.Task) -> str:
     """The innermost of skitter's coroutines a task is suspended in (following ``cr_await``)."""
-    coro, name = task.get_coro(), "?"
+    # a walk over whatever the task awaits: coroutines have cr_code and cr_await, others end it
+    coro: Any = task.get_coro()
+    name = "?"
     package = os.path.dirname(__file__)
     while coro is not None and hasattr(coro, "cr_code"):
         if coro.cr_code.co_filename.startswith(package):

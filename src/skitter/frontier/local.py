@@ -255,12 +255,14 @@ class LocalFrontier:
             return
         start = h.clock.next_time
         if not h.has_ready():   # has_work: something waits for its due time
+            assert h.next_due is not None  # rows waiting have a due time
             start = max(start, h.next_due - self._epoch - DUE_SLACK)
         if start <= now:
             self._refill(h, now)
             if not h.window:
                 if not h.waiting:
                     return
+                assert h.next_due is not None  # rows waiting have a due time
                 start = max(h.clock.next_time, h.next_due - self._epoch - DUE_SLACK, now + 1e-6)
         self._tick += 1
         if start > now:
@@ -298,8 +300,8 @@ class LocalFrontier:
             if not h.window:
                 self._schedule(h, now)
                 continue
-            key, _, cand = h.window.pop()
-            if key == _FIRST:
+            prio, _, cand = h.window.pop()
+            if prio == _FIRST:
                 h.first -= 1
             self._mem -= 1
             self._queued -= 1

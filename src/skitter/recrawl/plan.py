@@ -129,9 +129,10 @@ def _importance(conn: sqlite3.Connection, kind: str) -> dict[int, float]:
     if kind == "backlinks":
         pairs = np.unique(np.array([src, dst], dtype=np.int64).T, axis=0) if src else np.empty((0, 2), np.int64)
         counts: dict[int, float] = {int(fp): 1.0 for fp in pages}
-        values, n = np.unique(pairs[:, 1], return_counts=True) if len(pairs) else ([], [])
-        for fp, c in zip(values, n):
-            counts[int(fp)] = 1.0 + float(c)
+        if len(pairs):
+            values, n = np.unique(pairs[:, 1], return_counts=True)
+            for fp, c in zip(values, n):
+                counts[int(fp)] = 1.0 + float(c)
         return counts
     from ..rank import edges_to_csr, pagerank
 
@@ -181,7 +182,7 @@ def _refine(conn: sqlite3.Connection, fps: np.ndarray, imp_of: dict[int, float],
                         " AND kind != 'sitemap'").fetchall()
     inside = sorted(live, key=lambda r: imp_of.get(r[0], 0.0))
     outside.sort(key=lambda r: -imp_of.get(r[0], 0.0))
-    swaps = []
+    swaps: list[tuple] = []
     for out, inn in zip(outside, inside):
         if len(swaps) >= swap_limit or imp_of.get(out[0], 0.0) <= SWAP_MARGIN * imp_of.get(inn[0], 0.0):
             break

@@ -41,7 +41,7 @@ import logging
 import math
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Awaitable, Callable
 
 import xxhash
@@ -58,6 +58,9 @@ from ..urls import URLError, canonicalize, fingerprint, host_key
 from .estimate import GammaPrior, sitemap_prior
 from .history import PageStats, observe, posterior
 from .schedule import Allocation, EXPLORE
+
+if TYPE_CHECKING:
+    from ..procpool import ProcessPool
 
 log = logging.getLogger(__name__)
 
@@ -166,19 +169,25 @@ class Recrawl:
         self.totals = self.db.totals()
         self.last_plan: dict[str, Any] | None = None
         self._apply: Callable[..., Awaitable[dict]] | None = None
-        self._enqueue: Callable[[list[Candidate]], Awaitable[None]] | None = None
+        self._enqueue: Callable[[list[Candidate]], Awaitable[list[Candidate]]] | None = None
         self._admit: Callable[[str, int], bool] = lambda url, depth: True
         self._pool: Callable[[], Any] = lambda: None
         self._stop: Callable[[], None] = lambda: None
-        self._plan_pool = None
+        self._plan_pool: ProcessPool | None = None
         self._soon: asyncio.Event | None = None    # the collection grew: plan again soon
         self._passes = 0
 
-    def bind(self, *, apply: Callable[..., Awaitable[dict]], enqueue: Callable[[list[Candidate]], Awaitable[None]],
+    def bind(self, *, apply: Callable[..., Awaitable[dict]],
+             enqueue: Callable[[list[Candidate]], Awaitable[list[Candidate]]],
              admit: Callable[[str, int], bool], pool: Callable[[], Any], stop: Callable[[], None]) -> None:
         """The loop's own steps the recrawl calls: its apply step, its enqueue (frontier.add with
         the robots check), the link filter's test, its analysis pool and its clean stop."""
         self._apply, self._enqueue, self._admit, self._pool, self._stop = apply, enqueue, admit, pool, stop
+
+    def _bound_apply(self) -> Callable[..., Awaitable[dict]]:
+        """The loop's apply step (``bind`` gives it before the loop starts)."""
+        assert self._apply is not None, "Recrawl.bind() was not called"
+        return self._apply
 
     @property
     def pacing(self) -> int:
@@ -294,11 +303,11 @@ class Recrawl:
         fp = fingerprint(cand.url)
         self.reserved.discard(fp)
         if visit.sitemap:
-            await self._apply(cand, result, analysis, decision)
+            await self._bound_apply()(cand, result, analysis, decision)
             await self._read_sitemap(cand, result, now)
             return now + self.config.robots_expiry
         if not visit.revisit:
-            record = await self._apply(cand, result, analysis, decision, again=page is not None)
+            record = await self._bound_apply()(cand, result, analysis, decision, again=page is not None)
             if decision.kind != "content" or (page is None and analysis.content_hash is None):
                 if page is not None:   # admitted, but it is no page any more
                     self._leave(page, "gone", now)
@@ -311,7 +320,7 @@ class Recrawl:
         """A page enters the collection (a first fetch, or a page admitted by refinement): its
         baseline, and its first revisit at a random share of its interval."""
         new = page is None
-        if new:
+        if page is None:
             page = {"fp": fingerprint(cand.url), "url": cand.url, "host": host_key(cand.url), "kind": "page",
                     "visits": 0, "changes": 0, "weight": 1.0, "first_visit": now, "missing": 0}
             self.members += 1
@@ -377,14 +386,14 @@ class Recrawl:
             if lm is None and kind == "304":
                 lm = _http_time(page["last_modified"])
         elif kind in ("changed", "baseline"):
-            record = await self._apply(cand, result, analysis, decision, again=True)
+            record = await self._bound_apply()(cand, result, analysis, decision, again=True)
             location = _location(record)
             changed = True if kind == "changed" else None
             if changed:
                 c.changes += 1
             page.update(body_hash=analysis.content_hash, text_hash=analysis.main_hash, version_at=now)
         elif kind == "gone":
-            record = await self._apply(cand, result, analysis, decision, again=True)
+            record = await self._bound_apply()(cand, result, analysis, decision, again=True)
             c.gone += 1
             self._leave(page, "gone", now)
             page["visits"] += 1
@@ -561,12 +570,13 @@ class Recrawl:
         if self.plan_inline:
             result = plan(*args)
         else:
-            if self._plan_pool is None:
+            pool = self._plan_pool
+            if pool is None:
                 from ..procpool import ProcessPool
 
-                self._plan_pool = ProcessPool(1)
-                await self._plan_pool.start()
-            result = await self._plan_pool.submit(plan, *args)
+                pool = self._plan_pool = ProcessPool(1)
+                await pool.start()
+            result = await pool.submit(plan, *args)
         await self._apply_plan(result)
 
     async def _apply_plan(self, result: dict[str, Any]) -> None:

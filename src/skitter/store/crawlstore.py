@@ -115,7 +115,7 @@ class CrawlStore:
             yield first[1], bool(first[2]), links
 
     # -- the content-seen and near-duplicate tests' reads -----------------------------------
-    def first_with_content(self, digest: str, url: str) -> str | None:
+    def first_with_content(self, digest: str, url: str) -> str:
         """The content-seen test: the URL first stored with this body (``url`` itself when it is
         the first). Registers ``url`` as the first if none was."""
         self.db.ensure_tx()

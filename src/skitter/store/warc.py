@@ -78,6 +78,7 @@ from datetime import datetime, UTC
 from http import HTTPStatus
 from pathlib import Path
 from collections.abc import Iterable, Mapping
+from typing import BinaryIO
 from urllib.parse import urlsplit
 
 from fastwarc.stream_io import GzipWriter
@@ -349,7 +350,7 @@ class WarcWriter:
         self.max_file_bytes = max_file_bytes
         self.software = software
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._f = None  # the open file (buffered binary), or None between files / after close
+        self._f: BinaryIO | None = None  # the open file (buffered binary), or None between files / after close
         self._gz: GzipWriter | None = None
         self._name = ""
         self._offset = 0  # end offset of the last complete member in the current file
@@ -390,6 +391,7 @@ class WarcWriter:
         f, gz = self._f, self._gz
         if f is None:
             return
+        assert gz is not None  # _f and _gz are set and cleared together
         self._f = self._gz = None
         try:
             gz.close()
@@ -401,6 +403,7 @@ class WarcWriter:
     def _abandon(self, good_end: int) -> None:
         """A write failed part-way: cut the file back to its last good member and close it."""
         f, gz = self._f, self._gz
+        assert f is not None and gz is not None  # only called by write_encoded, with a file open
         self._f = self._gz = None
         for step in (
             gz.close,
@@ -440,9 +443,11 @@ class WarcWriter:
         elif self._pairs and self._offset >= self.max_file_bytes:
             self._close_file()
             self._open_new()
+        f = self._f
+        assert f is not None  # _open_new() set it, or raised
         start = self._offset
         try:
-            self._f.write(data)
+            f.write(data)
         except BaseException:
             self._abandon(start)
             raise
