@@ -83,8 +83,11 @@ def test_serves_the_model_with_transient_failures_and_latency(tmp_path) -> None:
     assert {r["ua"] for r in records} == {UA} and all(r["path"].startswith("/") for r in records)
     slow = urlsplit(web.base_urls[3]).netloc
     waits = [r["t1"] - r["t0"] for r in records if r["host"] == slow]
-    assert waits and min(waits) >= 0.15
-    assert max(r["t1"] - r["t0"] for r in records if r["host"] != slow) < 0.15
+    # asyncio.sleep runs on the monotonic clock and the log on time.time(): a few ms of slack; the
+    # other hosts answer at once (their median, so a busy machine's one slow answer is no failure)
+    assert waits and min(waits) >= 0.145
+    fast = sorted(r["t1"] - r["t0"] for r in records if r["host"] != slow)
+    assert fast[len(fast) // 2] < 0.1
 
 
 def test_host_names_in_the_base_urls() -> None:
