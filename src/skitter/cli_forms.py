@@ -3,8 +3,6 @@ of a hidden site against its submissions (skitter.eval.forms, issue #22)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import click
 
@@ -18,17 +16,8 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="print the figures as JSON")
 def eval_forms(directories: tuple[str, ...], truth_path: str, plot_path: str | None, as_json: bool) -> None:
     """Share of a hidden site's records that crawls (DIR...) reached, against their form submissions."""
+    from .cli_rank import emit_evaluations
     from .eval.forms import form_coverage, load_truth, plot, report
 
     truth = load_truth(truth_path)
-    results = {}
-    for d in directories:
-        name = Path(d).name or d
-        results[d if name in results else name] = form_coverage(Path(d), truth)
-    if as_json:
-        click.echo(json.dumps({k: v.to_dict() for k, v in results.items()}, indent=2))
-    else:
-        click.echo("\n\n".join(report(k, v) for k, v in results.items()))
-    if plot_path:
-        plot(results, plot_path)
-        click.echo(f"plot written to {plot_path}", err=True)
+    emit_evaluations(directories, lambda d: form_coverage(d, truth), report, plot, plot_path, as_json)

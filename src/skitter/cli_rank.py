@@ -8,6 +8,22 @@ from pathlib import Path
 import click
 
 
+def emit_evaluations(directories, evaluate, report, plot, plot_path: str | None, as_json: bool) -> None:
+    """What the eval commands share: evaluate each crawl directory (named by its folder, or its
+    whole path when two folders share a name), print the reports or JSON, draw the plot."""
+    results = {}
+    for d in directories:
+        name = Path(d).name or d
+        results[d if name in results else name] = evaluate(Path(d))
+    if as_json:
+        click.echo(json.dumps({k: v.to_dict() for k, v in results.items()}, indent=2))
+    else:
+        click.echo("\n\n".join(report(k, v) for k, v in results.items()))
+    if plot_path:
+        plot(results, plot_path)
+        click.echo(f"plot written to {plot_path}", err=True)
+
+
 @click.command()
 @click.argument("directory", type=click.Path())
 @click.option("--limit", default=20, show_default=True, help="how many top pages to print")
@@ -63,16 +79,4 @@ def eval_crawl(directories: tuple[str, ...], labels_path: str, topic: str | None
     from .eval.plots import plot
 
     labels = load_labels_for(labels_path, topic)
-    results = {}
-    for d in directories:
-        name = Path(d).name or d
-        if name in results:
-            name = d
-        results[name] = evaluate_crawl(Path(d), labels, topic)
-    if as_json:
-        click.echo(json.dumps({k: v.to_dict() for k, v in results.items()}, indent=2))
-    else:
-        click.echo("\n\n".join(report(k, v) for k, v in results.items()))
-    if plot_path:
-        plot(results, plot_path)
-        click.echo(f"plot written to {plot_path}", err=True)
+    emit_evaluations(directories, lambda d: evaluate_crawl(d, labels, topic), report, plot, plot_path, as_json)

@@ -57,7 +57,7 @@ from ..models import Candidate, Outcome
 from ..store.db import CrawlDB
 from ..urls import fingerprint, host_key
 from .ring import Ring
-from .seen import RedisSeenSet, _Script
+from .seen import HAS_LUA, RedisSeenSet, _Script
 
 log = logging.getLogger("skitter.distributed")
 
@@ -148,15 +148,8 @@ _ADMIT = _Script.of("""
 -- KEYS: nb seen buckets, pending, hosts, nq host queues.
 -- ARGV: width, nb, nq, nb packed remainders (one string per bucket), nq host names, then per
 -- remainder in bucket order: queue index (1-based), fingerprint, record.
-local w = tonumber(ARGV[1])
+""" + HAS_LUA + """
 local nb, nq = tonumber(ARGV[2]), tonumber(ARGV[3])
-local function has(bucket, rem)
-  local at = string.find(bucket, rem, 1, true)
-  while at and (at - 1) % w ~= 0 do
-    at = string.find(bucket, rem, at + 1, true)
-  end
-  return at ~= nil
-end
 local flags = {}
 local k = 4 + nb + nq
 local new, used = 0, {}

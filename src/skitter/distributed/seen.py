@@ -50,9 +50,10 @@ _LOW_BITS = BUCKET_BITS - GROUP_BITS        # bucket bits after the hash tag's
 _REMAINDER = (1 << (8 * WIDTH)) - 1
 _U64 = (1 << 64) - 1
 
-# The aligned search both scripts use: string.find with plain=true finds any occurrence, and a
-# match that straddles two remainders is skipped.
-_FIND = """
+# The aligned search every seen-set script uses (these two and the Redis frontier's admission):
+# string.find with plain=true finds any occurrence, and a match that straddles two remainders is
+# skipped. ARGV[1] is the remainders' width.
+HAS_LUA = """
 local w = tonumber(ARGV[1])
 local function has(bucket, rem)
   local at = string.find(bucket, rem, 1, true)
@@ -61,6 +62,8 @@ local function has(bucket, rem)
   end
   return at ~= nil
 end
+"""
+_FIND = HAS_LUA + """
 -- All buckets in a few MGETs, not a GET each (a call from Lua costs more than the search);
 -- unpack() is limited by Lua's C stack, hence chunks.
 local buckets = {}
