@@ -27,7 +27,6 @@ model over HTTP on 127.0.0.1 in a thread, with an access log (method, path, stat
 
 from __future__ import annotations
 
-import asyncio
 import html
 import itertools
 import random
@@ -36,6 +35,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from sites import ThreadedServer
 from skitter.demo.web import Response
 from skitter.robots.rules import RobotsRules
 
@@ -217,9 +217,12 @@ class Hit:
     t: float
 
 
-class ModelServer:
+class ModelServer(ThreadedServer):
     """Serves ``model.respond`` on 127.0.0.1 (a free port) in a thread; :attr:`log` holds every
     request (method, path with query, status)."""
+
+    methods = "*"
+    what = "model server"
 
     def __init__(self, model) -> None:
         self.model = model
@@ -243,31 +246,3 @@ class ModelServer:
         with self._lock:
             self.log.append(Hit(request.method, request.path_qs, resp.status, time.time()))
         return resp
-
-    def _serve(self) -> None:
-        from aiohttp import web
-
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        runner = web.AppRunner(app, access_log=None)
-        loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]
-        self._started.set()
-        loop.run_forever()
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
-
-    def __enter__(self) -> ModelServer:
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-        if not self._started.wait(10):
-            raise RuntimeError("model server did not start")
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)

@@ -22,7 +22,48 @@ class Hit:
     status: int
 
 
-class StaticSite:
+class ThreadedServer:
+    """An aiohttp app serving ``self._handle`` on 127.0.0.1 (a free port, ``self.port``) in a
+    thread of its own, as a context manager. Subclasses set ``_started = threading.Event()``."""
+
+    methods = "GET"
+    what = "server"
+    _started: threading.Event
+    port: int
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        raise NotImplementedError
+
+    def _serve(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        app = web.Application()
+        app.router.add_route(self.methods, "/{tail:.*}", self._handle)
+        runner = web.AppRunner(app, access_log=None)
+        loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]
+        self._started.set()
+        loop.run_forever()
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    def __enter__(self):
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        if not self._started.wait(10):
+            raise RuntimeError(f"{self.what} did not start")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+
+class StaticSite(ThreadedServer):
+    what = "static site"
+
     def __init__(self, root: Path, *, robots_txt: str = "", latency: float = 0.0) -> None:
         self.root = Path(root).resolve()
         self.robots_txt = robots_txt
@@ -58,33 +99,6 @@ class StaticSite:
         with self._lock:
             self.log.append(Hit(t0, time.time(), path, resp.status))
         return resp
-
-    def _serve(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        app = web.Application()
-        app.router.add_route("GET", "/{tail:.*}", self._handle)
-        runner = web.AppRunner(app, access_log=None)
-        loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]
-        self._started.set()
-        loop.run_forever()
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
-
-    def __enter__(self) -> StaticSite:
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-        if not self._started.wait(10):
-            raise RuntimeError("static site did not start")
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-
 
 def stored_records(directory: Path) -> int:
     """Fetch records a crawl has committed so far (0 if its database is not there yet)."""
