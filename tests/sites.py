@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import mimetypes
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -173,3 +175,18 @@ class Served:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+def skitter(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python -m skitter ARGS`` as a user runs it, output captured."""
+    return subprocess.run([sys.executable, "-m", "skitter", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def one_error_line(res: subprocess.CompletedProcess) -> str:
+    """The one line a failed command printed (asserting it failed, with one line, no traceback)."""
+    assert res.returncode != 0
+    assert "Traceback" not in res.stderr
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, res.stderr
+    return lines[0]

@@ -9,18 +9,7 @@ import sys
 
 import pytest
 
-
-def skitter(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "skitter", *args], capture_output=True, text=True,
-                          timeout=timeout)
-
-
-def one_error_line(res: subprocess.CompletedProcess) -> str:
-    assert res.returncode != 0
-    assert "Traceback" not in res.stderr
-    lines = [l for l in res.stderr.splitlines() if l.strip()]
-    assert len(lines) == 1, res.stderr
-    return lines[0]
+from sites import one_error_line, skitter
 
 
 @pytest.mark.parametrize("seed", ["not a url", "ftp://example.com/", "http://", "javascript:alert(1)",

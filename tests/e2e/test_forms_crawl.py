@@ -10,13 +10,12 @@ from __future__ import annotations
 import html
 import json
 import sqlite3
-import subprocess
-import sys
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 
 import pytest
 
 from hidden_variant import ModelServer, VariantSite
+from sites import one_error_line, skitter
 from skitter.api import crawl
 from skitter.demo.hidden import HiddenConfig
 from skitter.demo.server import DemoServer, read_access_log
@@ -24,19 +23,6 @@ from skitter.demo.web import DemoConfig, Response
 from skitter.formcrawl import RESULT_PAGES
 
 FAST = ["--delay", "0", "--adaptive-delay", "0", "--allow-private", "--quiet", "--index-interval", "-1"]
-
-
-def skitter(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "skitter", *args], capture_output=True, text=True,
-                          timeout=timeout)
-
-
-def one_error_line(res: subprocess.CompletedProcess) -> str:
-    assert res.returncode != 0
-    assert "Traceback" not in res.stderr
-    lines = [line for line in res.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, res.stderr
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
