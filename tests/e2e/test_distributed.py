@@ -39,6 +39,13 @@ def spawn(*args: str) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
+def start_cluster(seeds: list[str], url: str, crawl_id: str, tmp_path, workers: int) -> list[subprocess.Popen]:
+    """``crawl --redis`` into tmp_path/w0 and ``workers - 1`` workers into w1, w2, ...: the processes."""
+    procs = [spawn("crawl", *seeds, "-o", str(tmp_path / "w0"), "--redis", url, "--crawl-id", crawl_id, *COMMON)]
+    return procs + [spawn("worker", "--redis", url, "--crawl-id", crawl_id, "-o", str(tmp_path / f"w{i}"), "-q")
+                    for i in range(1, workers)]
+
+
 def finish(procs: list[subprocess.Popen], timeout: float = 60) -> list[tuple[int, str]]:
     deadline = time.monotonic() + timeout
     out = []
@@ -116,10 +123,7 @@ def test_three_workers_crawl_what_a_local_crawl_does(redis_url, local_urls, tmp_
     log = tmp_path / "access.jsonl"
     with DemoServer(WEB, latency_ms=2, access_log=log) as srv:
         web = srv.web
-        procs = [spawn("crawl", *srv.web.seeds(), "-o", str(tmp_path / "w0"), "--redis", redis_url,
-                       "--crawl-id", "three", *COMMON)]
-        procs += [spawn("worker", "--redis", redis_url, "--crawl-id", "three", "-o", str(tmp_path / f"w{i}"), "-q")
-                  for i in (1, 2)]
+        procs = start_cluster(srv.web.seeds(), redis_url, "three", tmp_path, 3)
         results = finish(procs)
     assert [rc for rc, _ in results] == [0, 0, 0], [err[-2000:] for _, err in results]
     per_worker = [fetched_urls(tmp_path / f"w{i}") for i in range(3)]
@@ -141,10 +145,7 @@ def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path
     log = tmp_path / "access.jsonl"
     with DemoServer(WEB, latency_ms=2, access_log=log) as srv:
         web = srv.web
-        procs = [spawn("crawl", *srv.web.seeds(), "-o", str(tmp_path / "w0"), "--redis", redis_url,
-                       "--crawl-id", "kill", *COMMON)]
-        procs += [spawn("worker", "--redis", redis_url, "--crawl-id", "kill", "-o", str(tmp_path / f"w{i}"), "-q")
-                  for i in (1, 2)]
+        procs = start_cluster(srv.web.seeds(), redis_url, "kill", tmp_path, 3)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and (not log.exists() or len(requests(log)) < 80):
             time.sleep(0.1)
@@ -221,10 +222,7 @@ def test_two_workers_on_a_redis_cluster(own_cluster, local_urls, tmp_path):
     redis_cluster = own_cluster
     with DemoServer(WEB, latency_ms=2) as srv:
         web = srv.web
-        procs = [spawn("crawl", *srv.web.seeds(), "-o", str(tmp_path / "w0"), "--redis", redis_cluster.url,
-                       "--crawl-id", "cluster", *COMMON),
-                 spawn("worker", "--redis", redis_cluster.url, "--crawl-id", "cluster", "-o", str(tmp_path / "w1"),
-                       "-q")]
+        procs = start_cluster(srv.web.seeds(), redis_cluster.url, "cluster", tmp_path, 2)
         results = finish(procs)
     assert [rc for rc, _ in results] == [0, 0], [err[-2000:] for _, err in results]
     everything = [u for i in range(2) for u in fetched_urls(tmp_path / f"w{i}")]
@@ -251,9 +249,7 @@ def test_redis_restarted_mid_crawl(redis_servers, local_urls, tmp_path):
     log = tmp_path / "access.jsonl"
     with DemoServer(WEB, latency_ms=2, access_log=log) as srv:
         web = srv.web
-        procs = [spawn("crawl", *srv.web.seeds(), "-o", str(tmp_path / "w0"), "--redis", server.url,
-                       "--crawl-id", "restart", *COMMON),
-                 spawn("worker", "--redis", server.url, "--crawl-id", "restart", "-o", str(tmp_path / "w1"), "-q")]
+        procs = start_cluster(srv.web.seeds(), server.url, "restart", tmp_path, 2)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and (not log.exists() or len(requests(log)) < 80):
             time.sleep(0.1)
