@@ -3,13 +3,16 @@
 1. memory: Redis bytes per queued URL (its record in the host's queue, its place in the seen set)
    and per seen URL once done, measured as ``used_memory`` after minus before, adding URLs through
    ``RedisFrontier.add`` in page-sized batches (the hand-off inboxes emptied first);
-2. scaling: N = 1, 2, 4 worker processes (``skitter crawl --redis`` + ``skitter worker``) on a demo
+2. coordination cost (``--coordination-seeds FILE``, the seed URLs of a web already served, e.g. by
+   ``bench/run.py --serve 900``): the same crawl, alternately local and as one worker on Redis,
+   ``--coordination-runs`` times each; CPU a page of the skitter processes plus redis-server;
+3. scaling: N = 1, 2, 4 worker processes (``skitter crawl --redis`` + ``skitter worker``) on a demo
    web whose server answers each request after ``--latency-ms``, each worker held to
    ``--concurrency`` connections (as separate machines would be), against a local crawl: pages/s,
    and the CPU a page of the skitter processes plus redis-server.
 
     .venv/bin/python bench/redis_frontier_bench.py [--urls 200000] [--pages 1600] [--hosts 32]
-        [--latency-ms 100] [--workers 1,2,4] [--write-docs]
+        [--latency-ms 100] [--workers 1,2,4] [--coordination-seeds FILE] [--write-docs]
 
 Loops are bounded: the URL count, and every crawl by a timeout.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import resource
 import shutil
@@ -121,6 +125,37 @@ def _crawl(workers: int, args, redis_url: str | None, tmp: Path) -> dict:
             "rcs": [p.returncode for p in procs]}
 
 
+def _coordination(args, redis_url: str, tmp: Path) -> list[dict]:
+    """The same crawl of an already served web, local and as one worker on Redis, alternately
+    (the user's defaults without the index: the index is the same work in both)."""
+    seeds = Path(args.coordination_seeds).read_text().split()
+    admin = redis.Redis.from_url(redis_url)
+    common = ["--delay", "0", "--per-host", "4", "--concurrency", "32", "--max-pages", "1000000",
+              "--index-interval", "-1", "--quiet"]
+    runs = []
+    for i in range(args.coordination_runs):
+        for mode in ("local", "redis"):
+            out = tmp / f"coord-{mode}-{i}"
+            shutil.rmtree(out, ignore_errors=True)
+            extra = ["--redis", redis_url, "--crawl-id", f"coord{i}"] if mode == "redis" else []
+            cpu0, rcpu0 = _children_cpu(), _redis_cpu(admin)
+            t0 = time.perf_counter()
+            rc = subprocess.run([sys.executable, "-m", "skitter", "crawl", *seeds, "-o", str(out), *common, *extra],
+                                timeout=args.timeout).returncode
+            wall = time.perf_counter() - t0
+            cpu, rcpu = _children_cpu() - cpu0, _redis_cpu(admin) - rcpu0
+            import sqlite3
+
+            with sqlite3.connect(out / "crawl.db") as conn:
+                fetched = conn.execute("SELECT count(*) FROM fetches WHERE fetch_order IS NOT NULL").fetchone()[0]
+            admin.flushdb()
+            shutil.rmtree(out, ignore_errors=True)
+            runs.append({"mode": mode, "rc": rc, "load": round(os.getloadavg()[0], 1), "fetched": fetched, "wall": wall,
+                         "cpu_ms_per_page": (cpu + rcpu) / fetched * 1000, "redis_cpu_ms_per_page": rcpu / fetched * 1000})
+            print(runs[-1], flush=True)
+    return runs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--urls", type=int, default=200_000)
@@ -130,12 +165,19 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--coordination-seeds", metavar="FILE", help="seed URLs of a served web: measure the coordination cost")
+    ap.add_argument("--coordination-runs", type=int, default=3)
+    ap.add_argument("--only-coordination", action="store_true", help="skip the memory and scaling parts")
     ap.add_argument("--write-docs", action="store_true")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="skitter-redis-bench-"))
     server = redis_servers.RedisServer(tmp / "redis").start()
     try:
         version = redis.Redis.from_url(server.url).info("server")["redis_version"]
+        coord = _coordination(args, server.url, tmp) if args.coordination_seeds else []
+        if args.only_coordination:
+            _write_coordination(coord, args, version)
+            return
         mem = asyncio.run(_fill(server.url, args.urls, 1000, tmp))
         print(mem, flush=True)
         runs = [_crawl(1, args, None, tmp)]
@@ -148,6 +190,41 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
     if args.write_docs:
         _write_docs(mem, runs, args, version)
+        _write_coordination(coord, args, version)
+
+
+def _write_coordination(runs: list[dict], args, version: str) -> None:
+    if not runs or not args.write_docs:
+        return
+    import statistics
+
+    med = {m: statistics.median(r["cpu_ms_per_page"] for r in runs if r["mode"] == m) for m in ("local", "redis")}
+    rmed = statistics.median(r["redis_cpu_ms_per_page"] for r in runs if r["mode"] == "redis")
+    lines = ["## Coordination cost", "",
+             f"Measured by `bench/redis_frontier_bench.py --coordination-seeds` on Debian's redis-server {version}: "
+             f"the 32 seeds of `make bench`'s web ({runs[0]['fetched']:,} URLs, nginx on loopback), the user's defaults "
+             "with `--delay 0 --per-host 4 --concurrency 32` and no index (`--index-interval -1`: the index is the "
+             "same work in both), alternately a local crawl and one worker on Redis (`crawl --redis`), "
+             f"{args.coordination_runs} runs each. CPU of the skitter processes (`wait4`) plus redis-server's "
+             "(`INFO cpu`), a page. The 1-minute load average after each run is shown: when other jobs share "
+             "the 2 cores, the alternation spreads their load over both modes.", "",
+             "| run | crawl | pages | wall | CPU a page | of which redis-server | load |",
+             "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for i, r in enumerate(runs, 1):
+        lines.append(f"| {i} | {r['mode']} | {r['fetched']:,} | {r['wall']:.1f} s | {r['cpu_ms_per_page']:.2f} ms "
+                     f"| {r['redis_cpu_ms_per_page']:.2f} ms | {r.get('load', '')} |")
+    lines += ["", f"Medians: local **{med['local']:.2f} ms**, one worker on Redis **{med['redis']:.2f} ms** "
+              f"(redis-server {rmed:.2f} ms of it): **{(med['redis'] / med['local'] - 1) * 100:+.0f} %**."]
+    text = "\n".join(lines) + "\n"
+    doc = ROOT / "docs" / "distributed.md"
+    body = doc.read_text()
+    start, end = "<!-- bench:coordination:start -->", "<!-- bench:coordination:end -->"
+    block = f"{start}\n{text}{end}"
+    if start in body:
+        body = re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: block, body, flags=re.S)
+    else:
+        body = body.rstrip("\n") + "\n\n" + block + "\n"
+    doc.write_text(body)
 
 
 def _write_docs(mem: dict, runs: list[dict], args, version: str) -> None:
