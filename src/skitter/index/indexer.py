@@ -58,7 +58,6 @@ import json
 import math
 import sqlite3
 import time
-import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, UTC
@@ -68,7 +67,7 @@ from collections.abc import Callable, Iterator
 
 from ..errors import CrawlDirError, UsageError
 from ..store.db import DB_NAME, connect
-from ..store.text import page_text
+from ..store.text import deflate, inflate, page_text
 from ..urls import fingerprint
 from . import analyze
 
@@ -534,11 +533,12 @@ def _remove_index(path: Path) -> None:
 
 
 def _pack(cols: tuple[str, ...]) -> bytes:
-    return zlib.compress("\x1f".join(cols).encode(), 1)
+    """The analysed columns as one zlib stream (ISA-L: a quarter of zlib's CPU at level 1)."""
+    return deflate("\x1f".join(cols).encode(), 1)
 
 
 def _unpack(blob: bytes) -> tuple[str, ...]:
-    return tuple(zlib.decompress(blob).decode().split("\x1f"))
+    return tuple(inflate(blob).decode().split("\x1f"))
 
 
 def _stored_columns(idx: sqlite3.Connection, fps: list[int]) -> dict[int, tuple[str, ...]]:
