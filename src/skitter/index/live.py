@@ -12,7 +12,7 @@ the crawl stops there is about a second of work left, not the tens of seconds th
 Where the steps run: in a process of their own (a ``ProcessPool(1)``, the default) or in a pool
 the caller gives (the crawl's analysis workers). A process of its own keeps the analysis workers'
 latency free of index steps; sharing saves a Python process. Either way the step keeps its
-connections open between calls (in that process: :data:`_OPEN`), with a small SQLite page cache
+connections open between calls (in that process: :data:`skitter.index.step._OPEN`), with a small SQLite page cache
 (``LIVE_CACHE_KB``): the memory of the index work is bounded by that cache, a step's pages and
 the analyzer's vocabulary (``analyze.VOCABULARY`` words).
 """
@@ -27,39 +27,13 @@ from pathlib import Path
 from ..errors import SkitterError
 from ..procpool import ProcessDied, ProcessPool
 from .indexer import Indexer
+from .step import LIVE_CACHE_KB, STEP, live_close, live_step
 
 __all__ = ["LiveIndexer", "live_step", "live_close", "finish_index", "STEP", "LIVE_CACHE_KB"]
 
 log = logging.getLogger(__name__)
 
-STEP = 250              # pages a step indexes at most (one transaction)
-LIVE_CACHE_KB = 4000    # SQLite page cache of the step's index.db connection (the default is 64 MB)
 MAX_FAILURES = 3        # database errors in a row (the step reopens its connections) before giving up
-
-_OPEN: dict[str, Indexer] = {}   # in the process that runs the steps: directory -> open indexer
-
-
-def live_step(crawl_dir: str, step: int = STEP, cache_kb: int = LIVE_CACHE_KB) -> dict:
-    """One step of the live index, in whichever process runs it: new anchors (lazy rule), then at
-    most ``step`` new pages, one transaction. Returns the step's ``UpdateStats`` as a dict.
-    ``cache_kb``: the index connection's page cache (the first step's value is kept)."""
-    ix = _OPEN.get(crawl_dir)
-    if ix is None:
-        ix = Indexer(crawl_dir, chunk=step, cache_kb=cache_kb)
-        ix.connect()
-        _OPEN[crawl_dir] = ix
-    try:
-        return ix.update(exact_anchors=False, max_pages=step, marks=False).as_dict()
-    except BaseException:
-        live_close(crawl_dir)
-        raise
-
-
-def live_close(crawl_dir: str) -> None:
-    """Close the connections :func:`live_step` kept open for ``crawl_dir`` in this process."""
-    ix = _OPEN.pop(crawl_dir, None)
-    if ix is not None:
-        ix.close()
 
 
 def finish_index(crawl_dir: str | Path) -> dict:

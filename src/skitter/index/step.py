@@ -1,0 +1,37 @@
+"""The live index's step, in whichever process runs it (skitter.index.live): a module of its own
+so that the process that runs the steps imports the indexer and nothing of the crawl's event loop
+(``live.py`` imports asyncio and the process pool: 7 MB more in that process)."""
+
+from __future__ import annotations
+
+from .indexer import Indexer
+
+__all__ = ["live_step", "live_close", "STEP", "LIVE_CACHE_KB"]
+
+STEP = 250              # pages a step indexes at most (one transaction)
+LIVE_CACHE_KB = 4000    # SQLite page cache of the step's index.db connection (the default is 64 MB)
+
+_OPEN: dict[str, Indexer] = {}   # in the process that runs the steps: directory -> open indexer
+
+
+def live_step(crawl_dir: str, step: int = STEP, cache_kb: int = LIVE_CACHE_KB) -> dict:
+    """One step of the live index, in whichever process runs it: new anchors (lazy rule), then at
+    most ``step`` new pages, one transaction. Returns the step's ``UpdateStats`` as a dict.
+    ``cache_kb``: the index connection's page cache (the first step's value is kept)."""
+    ix = _OPEN.get(crawl_dir)
+    if ix is None:
+        ix = Indexer(crawl_dir, chunk=step, cache_kb=cache_kb)
+        ix.connect()
+        _OPEN[crawl_dir] = ix
+    try:
+        return ix.update(exact_anchors=False, max_pages=step, marks=False).as_dict()
+    except BaseException:
+        live_close(crawl_dir)
+        raise
+
+
+def live_close(crawl_dir: str) -> None:
+    """Close the connections :func:`live_step` kept open for ``crawl_dir`` in this process."""
+    ix = _OPEN.pop(crawl_dir, None)
+    if ix is not None:
+        ix.close()
