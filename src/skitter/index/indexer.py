@@ -10,16 +10,22 @@ Schema of ``index.db``::
     meta   (key, value JSON)   schema version, analyzer, watermarks (see below), pagerank info
     docs   (fp PRIMARY KEY = the FTS rowid = pages.fp, url, host, hostport, title, date,
             family, pagerank, fetch_order, cols)
-    fts    FTS5 (title, meta, headings, url, anchors, body), contentless (content=''),
+    fts    FTS5 (title, meta, headings, url, body): a page's own text, contentless (content=''),
            detail=full (phrases and NEAR), tokenize='unicode61 remove_diacritics 0' over
            *pre-analysed* text: every column is the space-joined output of
            :func:`skitter.index.analyze.tokens` (folded, stop words out, Porter-2 stemmed by
-           PyStemmer). ``docs.cols`` keeps those six strings zlib-compressed: a contentless
-           table forgets what it indexed, and removing a row (a recrawled page, new anchor
-           text) needs FTS5's 'delete' command with exactly the indexed values. Measured on
-           5,000 demo pages: 20.5 MB of FTS + 6 MB of cols instead of 43 MB with FTS5 storing
-           the text itself, and a third faster to build (docs/search.md).
-    vocab  fts5vocab(fts, row): stem -> documents, occurrences
+           PyStemmer). ``docs.cols`` keeps those five strings compressed: a contentless
+           table forgets what it indexed, and removing a row (a recrawled page) needs FTS5's
+           'delete' command with exactly the indexed values. Measured on 5,000 demo pages:
+           20.5 MB of FTS + 6 MB of cols instead of 43 MB with FTS5 storing the text itself,
+           and a third faster to build (docs/search.md).
+    fta    FTS5 (anchors): the analysed incoming anchor text of each page that has some (same
+           rowid), with its content (it is small). A table of its own because anchor text
+           grows after a page is indexed: refreshing it re-indexes the anchors only, where a
+           column of ``fts`` made FTS5 delete and re-insert the whole page (0.6 ms a page,
+           0.76 refreshes a page during a crawl; docs/benchmarks.md). Queries evaluate each
+           term over both tables (skitter.search.compile) and add the two BM25 scores.
+    vocab, vocab_a  fts5vocab(fts, row), fts5vocab(fta, row): stem -> documents, occurrences
     words  (word, stem, len, n): surface words (not stemmed) with their occurrence counts, for
            "did you mean" (suggestions are shown as words, not as stems)
     anchors (dst PRIMARY KEY, n, text): the incoming anchor text of every link target, as read
@@ -72,8 +78,9 @@ from ..urls import fingerprint
 from . import analyze
 
 INDEX_NAME = "index.db"
-INDEX_VERSION = 4   # 4: the anchors table (an index of version 3 is migrated by its next update)
-COLUMNS = ("title", "meta", "headings", "url", "anchors", "body")
+INDEX_VERSION = 5   # 5: anchor text in a table of its own (an older index is rebuilt by its next update)
+COLUMNS = ("title", "meta", "headings", "url", "anchors", "body")   # the fields a query names
+MAIN = tuple(c for c in COLUMNS if c != "anchors")                    # the columns of ``fts``
 MAX_ANCHORS = 500
 CHUNK = 500
 REFRESH_BATCH = 250    # anchor refreshes: the stored columns of this many pages in memory at once
@@ -95,9 +102,13 @@ CREATE TABLE IF NOT EXISTS docs (
 );
 CREATE INDEX IF NOT EXISTS docs_family ON docs (family);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
-    {", ".join(COLUMNS)}, content = '', tokenize = 'unicode61 remove_diacritics 0', detail = full
+    {", ".join(MAIN)}, content = '', tokenize = 'unicode61 remove_diacritics 0', detail = full
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS fta USING fts5(
+    anchors, tokenize = 'unicode61 remove_diacritics 0', detail = full
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(fts, row);
+CREATE VIRTUAL TABLE IF NOT EXISTS vocab_a USING fts5vocab(fta, row);
 CREATE TABLE IF NOT EXISTS words (
     word TEXT PRIMARY KEY, stem TEXT NOT NULL, len INTEGER NOT NULL, n INTEGER NOT NULL
 ) WITHOUT ROWID;
@@ -136,7 +147,8 @@ class _Prepared:
     after: int                 # the watermark it was read after
     last_order: int            # the watermark once it is written
     docs: list = field(default_factory=list)        # rows of the docs table
-    texts: dict = field(default_factory=dict)       # fp -> the six analysed columns
+    texts: dict = field(default_factory=dict)       # fp -> the page's own analysed columns (MAIN)
+    anchors: dict = field(default_factory=dict)     # fp -> its analysed anchor text ('' if none)
     gone: list = field(default_factory=list)        # fps not indexed (noindex, duplicate, no page)
     surface: dict = field(default_factory=dict)     # word -> occurrences, for the words table
 
@@ -245,8 +257,8 @@ class Indexer:
         if _get(idx, "version") is None:
             _set(idx, "version", INDEX_VERSION)
             _set(idx, "analyzer", _analyzer_id())
-        elif _get(idx, "version") == 3 and _get(idx, "analyzer") == _analyzer_id():
-            _migrate_3(crawl, idx)
+        elif _get(idx, "version") in (3, 4):   # anchor text was a column of fts: index again
+            _restart(idx)
         if _get(idx, "version") != INDEX_VERSION or _get(idx, "analyzer") != _analyzer_id():
             idx.close()
             crawl.close()
@@ -266,7 +278,7 @@ class Indexer:
             idx = open_index(self.crawl_dir, readonly=False)
             try:
                 idx.execute("BEGIN IMMEDIATE")
-                for name in ("vocab", "fts", "docs", "words", "anchors", "meta"):
+                for name in _TABLES:
                     idx.execute(f"DROP TABLE IF EXISTS {name}")
                 idx.execute("COMMIT")
                 idx.execute("VACUUM")
@@ -308,6 +320,7 @@ class Indexer:
                 self._refresh_marks(crawl, idx, stats)
             if optimize:
                 idx.execute("INSERT INTO fts (fts) VALUES ('optimize')")
+                idx.execute("INSERT INTO fta (fta) VALUES ('optimize')")
             stats.docs = _get(idx, "n_docs", 0) if kept else idx.execute("SELECT count(*) FROM docs").fetchone()[0]
         except BaseException:
             if kept:        # a step that failed: the next one opens afresh
@@ -371,20 +384,17 @@ class Indexer:
                         elif c != n:
                             pending = True
             targets.sort()
-            a = COLUMNS.index("anchors")
-            for i in range(0, len(targets), REFRESH_BATCH):   # memory: a batch's columns at a time
+            for i in range(0, len(targets), REFRESH_BATCH):   # memory: a batch's anchors at a time
                 part = targets[i:i + REFRESH_BATCH]
-                anchors = _anchor_texts(idx, part)
-                old = _stored_columns(idx, part)
-                new: dict[int, tuple[str, ...]] = {}
-                for fp, cols in old.items():
-                    edited = list(cols)
-                    edited[a] = anchors.get(fp, ("", 0))[0]
-                    new[fp] = tuple(edited)
-                _fts_replace(idx, old, new)
-                idx.executemany("UPDATE docs SET cols = ?, n_anchors = ? WHERE fp = ?",
-                                [(_pack(c), anchors.get(fp, ("", 0))[1], fp) for fp, c in new.items()])
-                stats.anchors_refreshed += len(new)
+                marks = ",".join("?" * len(part))
+                present = [fp for (fp,) in idx.execute(f"SELECT fp FROM docs WHERE fp IN ({marks})", part)]
+                anchors = _anchor_texts(idx, present)
+                # only the anchor text is indexed again: the page's own columns stay as they are
+                _fta_delete(idx, present)
+                _fta_insert(idx, {fp: a for fp, (a, _) in anchors.items()})
+                idx.executemany("UPDATE docs SET n_anchors = ? WHERE fp = ?",
+                                [(anchors.get(fp, ("", 0))[1], fp) for fp in present])
+                stats.anchors_refreshed += len(present)
             _set(idx, "last_link", max_link)
             _set(idx, "anchors_pending", pending)
 
@@ -468,7 +478,8 @@ class Indexer:
                     for value in (title, meta_text, heads, page_text(text))]
             url_text = analyze.column(analyze.url_words(url), {})
             a_text, a_n = anchors.get(fp, ("", 0))
-            p.texts[fp] = (cols[0], cols[1], cols[2], url_text, a_text, cols[3])
+            p.texts[fp] = (cols[0], cols[1], cols[2], url_text, cols[3])   # MAIN's order
+            p.anchors[fp] = a_text
             p.docs.append((fp, url, host, hostport, title, date, family, pr, order, _pack(p.texts[fp]), a_n))
         return p
 
@@ -479,11 +490,13 @@ class Indexer:
         present = _stored_columns(idx, touched)
         if present:
             _fts_delete(idx, present)
+            _fta_delete(idx, list(present))
             idx.executemany("DELETE FROM docs WHERE fp = ?", [(fp,) for fp in present])
             stats.removed += len(set(present).intersection(p.gone))
         idx.executemany("INSERT INTO docs (fp, url, host, hostport, title, date, family, pagerank,"
                         " fetch_order, cols, n_anchors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", p.docs)
         _fts_insert(idx, p.texts)
+        _fta_insert(idx, p.anchors)
         if p.surface:
             stems = analyze.index_stem_words(list(p.surface))
             idx.executemany(
@@ -552,15 +565,24 @@ def _stored_columns(idx: sqlite3.Connection, fps: list[int]) -> dict[int, tuple[
 
 
 def stored_columns(crawl_dir: Path | str) -> dict[int, tuple[str, ...]]:
-    """{fp: the six analysed columns as indexed} of the whole index (tests, debugging)."""
+    """{fp: the six analysed columns as indexed, in COLUMNS' order} of the whole index (tests,
+    debugging): the page's own from ``docs.cols``, the anchors from ``fta``."""
     idx = open_index(crawl_dir)
+    a = COLUMNS.index("anchors")
     try:
-        return {fp: _unpack(blob) for fp, blob in idx.execute("SELECT fp, cols FROM docs")}
+        anchors = dict(idx.execute("SELECT rowid, anchors FROM fta"))
+        out = {}
+        for fp, blob in idx.execute("SELECT fp, cols FROM docs"):
+            cols = list(_unpack(blob))
+            cols.insert(a, anchors.get(fp, ""))
+            out[fp] = tuple(cols)
+        return out
     finally:
         idx.close()
 
 
-_COLS = ", ".join(COLUMNS)
+_COLS = ", ".join(MAIN)
+_TABLES = ("vocab", "vocab_a", "fts", "fta", "docs", "words", "anchors", "meta")
 
 
 # In rowid order: FTS5 keeps a transaction's postings in memory only while the rowids it is given
@@ -569,23 +591,26 @@ _COLS = ", ".join(COLUMNS)
 # merged (sorted, the inserts take 40 % less CPU: 0.14 instead of 0.23 ms a 25 KB page).
 
 def _fts_insert(idx: sqlite3.Connection, rows: dict[int, tuple[str, ...]]) -> None:
-    idx.executemany(f"INSERT INTO fts (rowid, {_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    idx.executemany(f"INSERT INTO fts (rowid, {_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
                     [(fp, *rows[fp]) for fp in sorted(rows)])
 
 
 def _fts_delete(idx: sqlite3.Connection, rows: dict[int, tuple[str, ...]]) -> None:
     """Remove rows from the contentless table: FTS5's 'delete' with the values indexed."""
-    idx.executemany(f"INSERT INTO fts (fts, rowid, {_COLS}) VALUES ('delete', ?, ?, ?, ?, ?, ?, ?)",
+    idx.executemany(f"INSERT INTO fts (fts, rowid, {_COLS}) VALUES ('delete', ?, ?, ?, ?, ?, ?)",
                     [(fp, *rows[fp]) for fp in sorted(rows)])
 
 
-def _fts_replace(idx: sqlite3.Connection, old: dict[int, tuple[str, ...]], new: dict[int, tuple[str, ...]]) -> None:
-    """Replace rows (the same rowids): each one's 'delete' right before its insert, as FTS5's own
-    UPDATE does, so a term the old and new values share makes one pending entry, not two (and no
-    flush between the deletes and the inserts): 0.26 instead of 0.28-0.32 ms of FTS5 work to refresh
-    the anchors of a 25 KB page, 0.60 instead of 0.64 ms in all."""
-    idx.executemany(f"INSERT INTO fts (fts, rowid, {_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [row for fp in sorted(old) for row in (("delete", fp, *old[fp]), (None, fp, *new[fp]))])
+def _fta_insert(idx: sqlite3.Connection, texts: dict[int, str]) -> None:
+    """Index anchor texts (a page without any has no row), in rowid order as :func:`_fts_insert`."""
+    idx.executemany("INSERT INTO fta (rowid, anchors) VALUES (?, ?)",
+                    [(fp, texts[fp]) for fp in sorted(texts) if texts[fp]])
+
+
+def _fta_delete(idx: sqlite3.Connection, fps: list[int]) -> None:
+    """Remove the anchor text of these pages (``fta`` keeps its content: FTS5 finds what to
+    remove itself)."""
+    idx.executemany("DELETE FROM fta WHERE rowid = ?", [(fp,) for fp in sorted(fps)])
 
 
 # the links whose anchor text counts for the page they point to
@@ -637,12 +662,15 @@ def _anchor_texts(idx: sqlite3.Connection, fps: list[int]) -> dict[int, tuple[st
     return out
 
 
-def _migrate_3(crawl: sqlite3.Connection, idx: sqlite3.Connection) -> None:
-    """An index of version 3 read anchors through crawl.db's index on ``links.dst``: gather the
-    anchors of the links it has seen into the ``anchors`` table (the docs are unchanged)."""
-    with _write_tx(idx), _snapshot(crawl):
-        _ingest_anchors(crawl, idx, 0, _get(idx, "last_link", 0))
-        _set(idx, "version", INDEX_VERSION)
+def _restart(idx: sqlite3.Connection) -> None:
+    """An index of an earlier layout (anchor text a column of ``fts``): dropped and made anew, so
+    that this update indexes the whole crawl again."""
+    with _write_tx(idx):
+        for name in _TABLES:
+            idx.execute(f"DROP TABLE IF EXISTS {name}")
+    idx.executescript(SCHEMA)
+    _set(idx, "version", INDEX_VERSION)
+    _set(idx, "analyzer", _analyzer_id())
 
 
 @contextmanager

@@ -6,15 +6,17 @@
    left with one operand is that operand, one left with none disappears (``NOT the`` → nothing,
    ``a OR the`` → ``a``, ``a NEAR the`` → ``a``). A query left with nothing raises
    QuerySyntaxError.
-2. :func:`fts` writes the subtrees FTS5 can evaluate on its own as a MATCH expression; user text
-   never reaches the expression except as analysed tokens, each one double-quoted. FTS5 has no
-   unary NOT and NEAR takes only phrases, so: ``a AND NOT b`` → ``(a) NOT (b)``, XOR →
-   ``((a) OR (b)) NOT ((a) AND (b))``, NEAR/k → ``NEAR("a" "b c", k)``, ``title:x`` →
-   ``{title} : "x"``.
-3. :func:`sql` writes any subtree as a predicate on ``docs d``: FTS-able parts as
-   ``d.fp IN (SELECT rowid FROM fts WHERE fts MATCH ?)``, the rest with SQL's own NOT/AND/OR,
-   XOR as odd parity ``((x) + (y) + ...) % 2 = 1`` (every predicate is 0 or 1, never NULL),
-   site: and after:/before: on docs' columns.
+2. A page's text is in two FTS5 tables (skitter.index.indexer): ``fts`` (title, meta, headings,
+   url, body) and ``fta`` (anchors). A term or NEAR group is one MATCH expression per table
+   (:func:`leaf`): user text never reaches an expression except as analysed tokens, each one
+   double-quoted (NEAR/k → ``NEAR("a" "b c", k)``, ``title:x`` → ``{title} : "x"`` on ``fts``
+   only, ``anchor:x`` → ``"x"`` on ``fta`` only). :func:`rowids` combines the leaves' rowid sets
+   with SQL's UNION / INTERSECT / EXCEPT for AND, OR and AND NOT, so that ``a AND b`` matches a
+   page with ``a`` in its anchors and ``b`` in its body, as one table did.
+3. :func:`sql` writes any subtree as a predicate on ``docs d``: set-able parts as
+   ``d.fp IN (<rowids>)``, the rest with SQL's own NOT/AND/OR, XOR as odd parity
+   ``((x) + (y) + ...) % 2 = 1`` (every predicate is 0 or 1, never NULL), site: and
+   after:/before: on docs' columns.
 4. :func:`plan` splits the root into the words and the filters (when the root is an AND), and
    decides how to rank: the bare-words rule of seed 004 (``any`` = OR of the terms, ``all`` = AND
    as the first tier) and the positive terms whose BM25 scores the results.
@@ -28,7 +30,7 @@ from ..errors import QuerySyntaxError
 from ..index import analyze
 from .query import And, DateFilter, Near, Node, Not, Or, Site, Term, Xor, is_bare, is_filter
 
-__all__ = ["Tok", "ANear", "analyse", "fts", "sql", "plan", "Plan"]
+__all__ = ["Tok", "ANear", "analyse", "leaf", "rowids", "sql", "plan", "Plan"]
 
 
 @dataclass(frozen=True)
@@ -81,46 +83,70 @@ def _phrase(tok: Tok) -> str:
     return '"' + " ".join(tok.tokens) + '"'
 
 
-def fts(node) -> str | None:
-    """The FTS5 MATCH expression for ``node``, or None if FTS5 cannot express it alone."""
-    if isinstance(node, Tok):
-        p = _phrase(node)
-        return f"{{{node.field}}} : {p}" if node.field else p
+def leaf(node) -> tuple[str | None, str | None]:
+    """A term's (or NEAR group's) MATCH expressions on ``fts`` and on ``fta``; None for a table
+    it cannot match (a field of the other table)."""
     if isinstance(node, ANear):
-        return "NEAR(" + " ".join(_phrase(t) for t in node.toks) + f", {node.k})"
+        e = "NEAR(" + " ".join(_phrase(t) for t in node.toks) + f", {node.k})"
+        return e, e
+    p = _phrase(node)
+    if node.field is None:
+        return p, p
+    if node.field == "anchors":
+        return None, p
+    return f"{{{node.field}}} : {p}", None
+
+
+def _leaf_sql(node) -> tuple[str, list]:
+    main, anchors = leaf(node)
+    parts, params = [], []
+    if main is not None:
+        parts.append("SELECT rowid AS id FROM fts WHERE fts MATCH ?")
+        params.append(main)
+    if anchors is not None:
+        parts.append("SELECT rowid AS id FROM fta WHERE fta MATCH ?")
+        params.append(anchors)
+    return " UNION ".join(parts), params
+
+
+def rowids(node) -> tuple[str, list] | None:
+    """A compound SELECT of the rowids (column ``id``) of the pages ``node`` matches, and its
+    parameters; None for what sets cannot express alone (XOR, a lone NOT, site:, dates)."""
+    if isinstance(node, (Tok, ANear)):
+        return _leaf_sql(node)
     if isinstance(node, And):
-        pos, neg = [], []
+        pos: list[tuple[str, list]] = []
+        neg: list[tuple[str, list]] = []
         for c in node.children:
-            if isinstance(c, Not):
-                e = fts(c.child)
-                if e is None:
-                    return None
-                neg.append(e)
-            else:
-                e = fts(c)
-                if e is None:
-                    return None
-                pos.append(e)
+            r = rowids(c.child) if isinstance(c, Not) else rowids(c)
+            if r is None:
+                return None
+            (neg if isinstance(c, Not) else pos).append(r)
         if not pos:
             return None
-        expr = " AND ".join(f"({e})" for e in pos)
-        if neg:
-            expr = f"({expr}) NOT ({' OR '.join(f'({e})' for e in neg)})"
-        return expr
+        sql_ = " INTERSECT ".join(f"SELECT id FROM ({q})" for q, _ in pos)
+        params = [x for _, ps in pos for x in ps]
+        for q, ps in neg:
+            sql_ += f" EXCEPT SELECT id FROM ({q})"
+            params += ps
+        return sql_, params
     if isinstance(node, Or):
-        parts = [fts(c) for c in node.children]
-        if any(p is None for p in parts):
+        parts = [rowids(c) for c in node.children]
+        if any(r is None for r in parts):
             return None
-        return " OR ".join(f"({p})" for p in parts)
-    if isinstance(node, Xor):
-        parts = [fts(c) for c in node.children]
-        if any(p is None for p in parts):
+        return (" UNION ".join(f"SELECT id FROM ({q})" for q, _ in parts),   # type: ignore[misc]
+                [x for r in parts for x in r[1]])   # type: ignore[index]
+    if isinstance(node, Xor) and len(node.children) <= 4:   # each step repeats what came before
+        parts = [rowids(c) for c in node.children]
+        if any(r is None for r in parts):
             return None
-        acc = parts[0]
-        for part in parts[1:]:
-            acc = f"(({acc}) OR ({part})) NOT (({acc}) AND ({part}))"
-        return acc
-    return None  # Not (alone), Site, DateFilter
+        acc_sql, acc_params = parts[0]   # type: ignore[misc]
+        for q, ps in parts[1:]:   # type: ignore[misc]
+            acc_sql = (f"SELECT id FROM (SELECT id FROM ({acc_sql}) UNION SELECT id FROM ({q}))"
+                       f" EXCEPT SELECT id FROM (SELECT id FROM ({acc_sql}) INTERSECT SELECT id FROM ({q}))")
+            acc_params = [*acc_params, *ps, *acc_params, *ps]
+        return acc_sql, acc_params
+    return None  # a longer XOR (odd parity, in sql), Not (alone), Site, DateFilter
 
 
 # ------------------------------------------------------------------------------------ SQL
@@ -131,9 +157,9 @@ def _like_escape(s: str) -> str:
 
 def sql(node) -> tuple[str, list]:
     """A predicate on ``docs d`` (0 or 1, never NULL) and its parameters."""
-    e = fts(node)
-    if e is not None:
-        return "d.fp IN (SELECT rowid FROM fts WHERE fts MATCH ?)", [e]
+    r = rowids(node)
+    if r is not None:
+        return f"d.fp IN ({r[0]})", r[1]
     if isinstance(node, Not):
         c, p = sql(node.child)
         return f"NOT ({c})", p

@@ -33,11 +33,10 @@ import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..errors import UsageError
 from ..index import analyze
-from ..index.indexer import COLUMNS, _get, norm_pagerank, open_index
+from ..index.indexer import MAIN, _get, norm_pagerank, open_index
 from ..store.db import DB_NAME, connect
 from ..store.text import page_text
 from . import compile as qc
@@ -112,7 +111,9 @@ class Searcher:
         self._crawl: sqlite3.Connection | None = None
         self.pagerank_weight = pagerank_weight
         w = dict(WEIGHTS, **(weights or {}))
-        self._bm25 = "bm25(fts, " + ", ".join(repr(float(w[c])) for c in COLUMNS) + ")"
+        # BM25 of the page's own text (fts) plus the anchors' (fta) times the anchor weight
+        self._bm25 = "bm25(fts, " + ", ".join(repr(float(w[c])) for c in MAIN) + ")"
+        self._anchor_weight = float(w["anchors"])
         self._vocab_cache: dict[int, tuple[list[str], list[int]]] = {}
 
     def close(self) -> None:
@@ -141,26 +142,37 @@ class Searcher:
     def _rows(self, p: qc.Plan, *, scored: bool = True) -> list[tuple]:
         """(fp, score, family, pagerank) of every matching page."""
         fsql, fparams = self._filters(p)
-        score = f"-{self._bm25}" if scored else "0.0"
         if p.match is None:
             return self.idx.execute(f"SELECT d.fp, 0.0, d.family, d.pagerank FROM docs d WHERE {fsql}",
                                     fparams).fetchall()
-        expr = qc.fts(p.match)
-        if expr is not None:
-            return self.idx.execute(
-                f"SELECT f.rowid, {score}, d.family, d.pagerank FROM fts f JOIN docs d ON d.fp = f.rowid"
-                f" WHERE fts MATCH ? AND {fsql}", [expr, *fparams]).fetchall()
-        # the general case: a predicate on docs, scored by the positive terms
-        wsql, wparams = qc.sql(p.match)
-        rows = self.idx.execute(f"SELECT d.fp, 0.0, d.family, d.pagerank FROM docs d WHERE ({wsql}) AND {fsql}",
-                                [*wparams, *fparams]).fetchall()
+        # the matching pages: a set of rowids when AND / OR / AND NOT build it, else a predicate
+        r = qc.rowids(p.match)
+        if r is not None:
+            rows = self.idx.execute(f"SELECT d.fp, 0.0, d.family, d.pagerank FROM docs d"
+                                    f" WHERE d.fp IN ({r[0]}) AND {fsql}", [*r[1], *fparams]).fetchall()
+        else:
+            wsql, wparams = qc.sql(p.match)
+            rows = self.idx.execute(f"SELECT d.fp, 0.0, d.family, d.pagerank FROM docs d WHERE ({wsql}) AND {fsql}",
+                                    [*wparams, *fparams]).fetchall()
         if scored and p.positive and rows:
-            # an analysed Or, of Toks (query.Or's annotation is for parsed trees' children)
-            toks: tuple[Any, ...] = tuple(p.positive)
-            pos = qc.fts(qc.Or(toks)) if len(toks) > 1 else qc.fts(toks[0])
-            scores = dict(self.idx.execute(f"SELECT rowid, -{self._bm25} FROM fts WHERE fts MATCH ?", [pos]))
+            scores = self._scores(p.positive)
             rows = [(fp, scores.get(fp, 0.0), fam, pr) for fp, _, fam, pr in rows]
         return rows
+
+    def _scores(self, toks: list) -> dict[int, float]:
+        """{fp: BM25 of the positive terms}: over the page's own columns (weighted) plus the
+        anchor weight times the BM25 of its anchor text, for every page either table matches."""
+        main = [e for e, _ in map(qc.leaf, toks) if e is not None]
+        anchors = [e for _, e in map(qc.leaf, toks) if e is not None]
+        scores: dict[int, float] = {}
+        if main:
+            scores.update(self.idx.execute(f"SELECT rowid, -{self._bm25} FROM fts WHERE fts MATCH ?",
+                                           [" OR ".join(f"({e})" for e in main)]))
+        if anchors and self._anchor_weight:
+            for fp, s in self.idx.execute("SELECT rowid, -bm25(fta) FROM fta WHERE fta MATCH ?",
+                                          [" OR ".join(f"({e})" for e in anchors)]):
+                scores[fp] = scores.get(fp, 0.0) + self._anchor_weight * s
+        return scores
 
     @staticmethod
     def _filters(p: qc.Plan) -> tuple[str, list]:
@@ -183,8 +195,11 @@ class Searcher:
         rows = self._rows(p)
         first: set[int] = set()
         if p.bare and rows:
-            first = {r[0] for r in self.idx.execute(
-                "SELECT rowid FROM fts WHERE fts MATCH ?", [qc.fts(p.first_tier)])}
+            all_words = qc.rowids(p.first_tier)   # bare words: an AND of terms
+            if all_words is None:
+                t_sql, t_params = qc.sql(p.first_tier)
+                all_words = (f"SELECT d.fp FROM docs d WHERE {t_sql}", t_params)
+            first = {r[0] for r in self.idx.execute(all_words[0], all_words[1])}
         lam = self.pagerank_weight
         max_s = max((r[1] for r in rows), default=0.0) or 0.0
         max_pr = _get(self.idx, "max_pagerank")
@@ -270,8 +285,9 @@ class Searcher:
         return out
 
     def _df(self, stem: str) -> int:
-        row = self.idx.execute("SELECT doc FROM vocab WHERE term = ?", (stem,)).fetchone()
-        return row[0] if row else 0
+        """Pages with ``stem`` in their own text plus pages with it in their anchor text."""
+        return sum(row[0] for table in ("vocab", "vocab_a")
+                   for row in self.idx.execute(f"SELECT doc FROM {table} WHERE term = ?", (stem,)))
 
     def _closest(self, word: str) -> str | None:
         from rapidfuzz.distance import Levenshtein
