@@ -99,7 +99,8 @@ async def _work(directory: Path, redis_url: str, crawl_id: str, config: CrawlCon
         made: list[RedisFrontier] = []
 
         def make(store):
-            made.append(RedisFrontier(client, crawl_id, store.db, policy, hold=hold, **_timing()))
+            budget = 0 if config.recrawl else config.max_pages   # (a recrawl admits fetches itself)
+            made.append(RedisFrontier(client, crawl_id, store.db, policy, hold=hold, budget=budget, **_timing()))
             return made[0]
 
         crawler = build_crawler(directory, config, frontier=make)
@@ -162,7 +163,11 @@ async def cluster_stats(redis_url: str, crawl_id: str) -> dict[str, Any]:
             workers.append(w)
         pending = int(await client.get(keys.pending) or 0)
         hosts = await client.scard(keys.hosts)
+        budget = int(config.get("max_pages") or 0)
+        used = int(await client.get(keys.budget) or 0) if budget else None
         return {"crawl_id": crawl_id, "pending": pending, "finished": pending == 0, "hosts": hosts,
+                "max_pages": budget or None, "max_pages_used": used,
+                "budget_spent": bool(budget) and used is not None and used >= budget,
                 "workers_alive": sum(w["alive"] for w in workers), "workers": workers,
                 "fetched": sum(w["fetched"] for w in workers),
                 "pages_per_s": round(sum(w["pages_per_s"] for w in workers if w["alive"]), 1),
@@ -178,9 +183,11 @@ def print_cluster_stats(redis_url: str, crawl_id: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(s, indent=2))
         return
-    click.echo(f"crawl {s['crawl_id']}: {'finished' if s['finished'] else 'running'}, {s['pending']:,} URLs "
+    state = "finished" if s["finished"] else "--max-pages spent" if s["budget_spent"] else "running"
+    click.echo(f"crawl {s['crawl_id']}: {state}, {s['pending']:,} URLs "
                f"queued or in flight, {s['hosts']:,} hosts, {s['fetched']:,} fetched, "
-               f"{s['workers_alive']} workers alive, {s['pages_per_s']} pages/s")
+               f"{s['workers_alive']} workers alive, {s['pages_per_s']} pages/s"
+               + (f", {s['max_pages_used']:,} of --max-pages {s['max_pages']:,} counted" if s["max_pages"] else ""))
     for w in s["workers"]:
         click.echo(f"  {w['worker']}: {'alive' if w['alive'] else 'gone'}, {w['hosts']} hosts, "
                    f"{w['fetched']:,} fetched, {w['queued']:,} queued, {w['in_flight']} in flight, "

@@ -462,6 +462,8 @@ class Crawler:
             state = "finished" if exhausted else "stopped"
             if self.config.max_pages and self.store.fetched >= self.config.max_pages:
                 state = "stopped"
+            if getattr(self.frontier, "budget_spent", False):   # a distributed crawl's --max-pages
+                state = "stopped"
             self.store.finish(state, at=self.clock.time())
             self.state = state
         finally:

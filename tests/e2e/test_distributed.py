@@ -39,9 +39,12 @@ def spawn(*args: str) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
-def start_cluster(seeds: list[str], url: str, crawl_id: str, tmp_path, workers: int) -> list[subprocess.Popen]:
-    """``crawl --redis`` into tmp_path/w0 and ``workers - 1`` workers into w1, w2, ...: the processes."""
-    procs = [spawn("crawl", *seeds, "-o", str(tmp_path / "w0"), "--redis", url, "--crawl-id", crawl_id, *COMMON)]
+def start_cluster(seeds: list[str], url: str, crawl_id: str, tmp_path, workers: int,
+                  *options: str) -> list[subprocess.Popen]:
+    """``crawl --redis`` (with ``options``) into tmp_path/w0 and ``workers - 1`` workers into w1, w2,
+    ...: the processes."""
+    procs = [spawn("crawl", *seeds, "-o", str(tmp_path / "w0"), "--redis", url, "--crawl-id", crawl_id, *COMMON,
+                   *options)]
     return procs + [spawn("worker", "--redis", url, "--crawl-id", crawl_id, "-o", str(tmp_path / f"w{i}"), "-q")
                     for i in range(1, workers)]
 
@@ -200,6 +203,29 @@ def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path
     res = skitter("search", str(merged), "gardening", "--json")
     assert res.returncode == 0 and res.stdout.strip(), res.stderr
     check_politeness(entries)
+
+
+def test_max_pages_is_the_clusters_budget(redis_url, tmp_path):
+    """--max-pages holds for the whole cluster: three workers together fetch at most that many
+    (a fetch is reserved in Redis before it starts), and hardly fewer."""
+    budget = 60
+    log = tmp_path / "access.jsonl"
+    with DemoServer(WEB, latency_ms=2, access_log=log) as srv:
+        procs = start_cluster(srv.web.seeds(), redis_url, "budget", tmp_path, 3, "--max-pages", str(budget))
+        results = finish(procs)
+    assert [rc for rc, _ in results] == [0, 0, 0], [err[-2000:] for _, err in results]
+    per_worker = [fetched_urls(tmp_path / f"w{i}") for i in range(3)]
+    total = sum(map(len, per_worker))
+    print(f"fetched {[len(u) for u in per_worker]} = {total} of a budget of {budget}")
+    assert sum(1 for urls in per_worker if urls) >= 2, "the work was not shared"
+    assert budget - 3 <= total <= budget
+    pages = [e for e in requests(log) if e["path"] != "/robots.txt"]
+    assert len(pages) == total, "a request the directories do not show"
+    stats = json.loads(skitter("stats", "--redis", redis_url, "--crawl-id", "budget", "--json").stdout)
+    assert stats["max_pages"] == budget and stats["budget_spent"] and not stats["finished"]
+    assert stats["max_pages_used"] == total
+    for i in range(3):
+        assert json.loads(skitter("stats", str(tmp_path / f"w{i}"), "--json").stdout)["state"] == "stopped"
 
 
 @pytest.fixture

@@ -26,6 +26,11 @@ What lives where (``P`` = ``sk``, ``C`` = the crawl id, ``H`` = a host key):
 - ``sk:{C}:pending``          URLs admitted and not done, cluster-wide. It reaches 0 only when
                               nothing is queued or in flight anywhere, and then stays 0 (a URL is
                               admitted only while its parent is pending): global termination.
+- ``sk:{C}:budget``           with ``--max-pages``: fetches counted against the cluster's budget
+                              (those done plus those reserved and in flight). A worker reserves
+                              one (a script: only below the budget) before it hands a URL out, and
+                              gives it back when the URL turns out not to count (robots.txt, a
+                              retry, a URL robots.txt disallows).
 - ``sk:{C}:config``, ``sk:{C}:stats:W``   the crawl's settings; each worker's figures.
 
 The worker's own part is a :class:`~skitter.frontier.local.LocalFrontier` on the worker's crawl
@@ -82,6 +87,7 @@ class CrawlKeys:
         self.hosts = f"{g}:hosts"
         self.pending = f"{g}:pending"
         self.config = f"{g}:config"
+        self.budget = f"{g}:budget"
         self.seen_prefix = f"sk:{crawl_id}"
         self._g = g
 
@@ -180,6 +186,13 @@ local pending = redis.call('INCRBY', KEYS[nb + 1], new)
 return {table.concat(flags), pending}
 """)
 
+_RESERVE = _Script.of("""
+-- KEYS: budget; ARGV: --max-pages. 1 (and one more fetch counted) if the count is below it, else 0.
+if tonumber(redis.call('GET', KEYS[1]) or '0') >= tonumber(ARGV[1]) then return 0 end
+redis.call('INCR', KEYS[1])
+return 1
+""")
+
 _ZERO_IF = _Script.of("""
 -- KEYS: pending; ARGV: the value seen. Set to 0 if unchanged (a count left too high by a crash).
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], 0) return 1 end
@@ -235,11 +248,15 @@ class RedisFrontier:
     ``immediate``: write each URL done to Redis at once instead of after the store's commit (for
     a frontier used without a store, as the contract tests do). ``hold``: this process created
     the crawl (:func:`create_crawl`) and lets go of its hold once the seeds are queued.
+    ``budget``: the crawl's ``--max-pages``, for the whole cluster (0: none): a URL is handed out
+    only after one fetch is reserved in ``sk:{C}:budget``, so the workers together never fetch
+    more than the budget.
     """
 
     def __init__(self, client, crawl_id: str, db: CrawlDB, policy: Politeness, *, worker: str | None = None,
                  clock: Clock = SYSTEM, window: int = 32, immediate: bool = False, hold: bool = False,
-                 heartbeat: float = 0.5, member_ttl: float = 3.0, lease_ttl: float = 5.0) -> None:
+                 heartbeat: float = 0.5, member_ttl: float = 3.0, lease_ttl: float = 5.0,
+                 budget: int = 0) -> None:
         self.client = client
         self.keys = CrawlKeys(crawl_id)
         self.worker = worker or worker_id()
@@ -272,6 +289,10 @@ class RedisFrontier:
         self.moved_in = self.moved_out = self.handed_off = self.fenced = 0
         self._redis_down_since: float | None = None
         self._started = time.time()
+        self.budget = budget
+        self.budget_used = 0                      # the last value of sk:{C}:budget we read
+        self.budget_spent = False                 # a reservation failed: this worker is done
+        self._give_back = 0                       # reservations to give back (fetches that did not count)
 
     # -- the Frontier interface -----------------------------------------------------------------
     async def add(self, candidates: Sequence[Candidate], *, decided: bool = False) -> list[Candidate]:
@@ -399,10 +420,19 @@ class RedisFrontier:
         while not self._stopped:
             cand = local._pop_ready()
             if cand is not None:
+                if self.budget and not await self._retrying(self._reserve):
+                    # the cluster's budget is spent: the URL stays queued (in Redis too)
+                    local.finish(cand, Outcome(requested=False, due=self.clock.time()))
+                    self.budget_spent = True
+                    return None
                 return cand
             if self.pending == 0 and not local._leases and not self._buf:
                 local._wake.set()
                 return None   # nothing queued or in flight anywhere: the crawl is over
+            if self.budget and self.budget_used >= self.budget and not local._leases:
+                self.budget_spent = True
+                local._wake.set()
+                return None   # the cluster's --max-pages are all fetched or in flight elsewhere
             local._wake.clear()
             timeout = None
             if local._timers:
@@ -422,6 +452,15 @@ class RedisFrontier:
         if outcome.requested:
             self.fetched += 1
         local.finish(candidate, outcome)
+        if self.budget and not (outcome.requested and outcome.due is None):
+            # not a fetch that counts (--max-pages counts URLs requested and done): given back at
+            # once, so that a worker's last fetch tasks can take it again; while Redis is away,
+            # with the next flush
+            self._give_back += 1
+            try:
+                await self._give_back_budget()
+            except (rex.ConnectionError, rex.TimeoutError, OSError):
+                pass
         if outcome.due is None:
             self._buf.append((host, fp, ""))
         else:
@@ -429,6 +468,20 @@ class RedisFrontier:
             self._buf.append((host, fp, _record(candidate, self._seq, outcome.due)))
         if self.immediate:
             await self.flush()
+
+    async def _reserve(self) -> bool:
+        """One fetch reserved in the cluster's budget, if any is left."""
+        (ok,) = await self._scripts(_RESERVE, [("", [self.keys.budget], [self.budget])])
+        self.budget_used = self.budget_used + 1 if ok else max(self.budget_used, self.budget)
+        return bool(ok)
+
+    async def _give_back_budget(self) -> None:
+        n, self._give_back = self._give_back, 0
+        try:
+            self.budget_used = await self.client.decrby(self.keys.budget, n)
+        except BaseException:
+            self._give_back += n   # (a reply lost in a Redis blip gives back twice: n fetches more)
+            raise
 
     async def committed(self) -> None:
         """The store has committed every page done so far: make those URLs done in Redis too,
@@ -498,6 +551,8 @@ class RedisFrontier:
                 self.pending = await self.client.decrby(self.keys.pending, deleted)
                 if self.pending <= 0:
                     self.local._wake.set()
+        if self._give_back:
+            await self._give_back_budget()
         if release:
             await self._release_leaving()
 
@@ -672,7 +727,9 @@ class RedisFrontier:
             pipe.get(self.keys.pending)
             pipe.hset(self.keys.stats(self.worker), mapping=self._figures(now))
             pipe.expire(self.keys.stats(self.worker), 3600)
-            _, members, inbox, pending, _, _ = await pipe.execute()
+            pipe.get(self.keys.budget)
+            _, members, inbox, pending, _, _, used = await pipe.execute()
+        self.budget_used = int(used or 0)
         members = sorted(m.decode() if isinstance(m, bytes) else m for m in members)
         if self.worker not in members:
             members = sorted([*members, self.worker])
