@@ -200,6 +200,22 @@ def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path
     orders = sorted(r["fetch_order"] for r in records if r["fetch_order"] is not None)
     assert orders == list(range(1, len(orders) + 1))
     assert sum(1 for r in records if r["outlinks"]) > 0
+    # export of the workers' directories: the merged directory's records, without merging
+    workers = [str(tmp_path / f"w{i}") for i in range(3)]
+    several = skitter("export", *workers, "--format", "jsonl")
+    assert several.returncode == 0, several.stderr
+    assert several.stdout == out.stdout
+    latest: dict[str, str] = {}   # the URLs fetched twice: the later fetch wins
+    for w in workers:
+        for r in map(json.loads, skitter("export", w, "--format", "jsonl").stdout.splitlines()):
+            if r["fetch_order"] is not None:
+                latest[r["url"]] = max(latest.get(r["url"], ""), r["fetched_at"])
+    assert {r["url"]: r["fetched_at"] for r in records if r["fetch_order"] is not None} == latest
+    assert skitter("export", *workers, "--format", "csv").stdout == skitter("export", str(merged), "--format",
+                                                                              "csv").stdout
+    warcs = [skitter("export", *dirs, "--format", "warc", "-o", str(tmp_path / f"{name}.warc.gz")).stderr
+             for name, dirs in (("several", workers), ("merged", [str(merged)]))]
+    assert warcs[0].split()[0] == warcs[1].split()[0] != "0", warcs
     res = skitter("search", str(merged), "gardening", "--json")
     assert res.returncode == 0 and res.stdout.strip(), res.stderr
     check_politeness(entries)
