@@ -12,10 +12,12 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from sites import Served
 
 from skitter.demo.server import DemoServer
 from skitter.demo.web import DemoConfig
@@ -143,9 +145,16 @@ def test_three_workers_crawl_what_a_local_crawl_does(redis_url, local_urls, tmp_
     assert sum(w["fetched"] for w in stats["workers"]) == len(entries)   # requests, robots.txt included
 
 
-def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path):
+def get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=20) as r:
+        return r.read().decode()
+
+
+def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path, request):
     _, expected = local_urls
     log = tmp_path / "access.jsonl"
+    ui = Served(None, "--redis", redis_url, "--crawl-id", "kill")   # the web UI of the cluster alone
+    request.addfinalizer(ui.stop)
     with DemoServer(WEB, latency_ms=2, access_log=log) as srv:
         web = srv.web
         procs = start_cluster(srv.web.seeds(), redis_url, "kill", tmp_path, 3)
@@ -154,6 +163,15 @@ def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path
             time.sleep(0.1)
         # the worker holding the most hosts (its name holds its pid)
         cluster = json.loads(skitter("stats", "--redis", redis_url, "--crawl-id", "kill", "--json").stdout)
+        # the crawl page shows the same cluster: the same workers, alive, holding hosts
+        page = json.loads(get(f"{ui.base}/crawl.json"))
+        assert page["crawl"] is None and page["cluster_error"] is None
+        shown = {w["worker"]: w for w in page["cluster"]["workers"]}
+        assert set(shown) == {w["worker"] for w in cluster["workers"]} and len(shown) == 3
+        assert all(w["alive"] for w in shown.values()) and sum(w["hosts"] for w in shown.values()) > 0
+        assert {"queued", "in_flight", "pages_per_s", "fetched"} <= set(next(iter(shown.values())))
+        html = get(f"{ui.base}/crawl")
+        assert all(name in html for name in shown) and 'id="cluster-workers"' in html
         busiest = max((w for w in cluster["workers"] if w["alive"]), key=lambda w: w["hosts"])
         assert busiest["hosts"] > 0
         pid = int(busiest["worker"].split("-")[-2])
@@ -242,6 +260,17 @@ def test_max_pages_is_the_clusters_budget(redis_url, tmp_path):
     assert stats["max_pages_used"] == total
     for i in range(3):
         assert json.loads(skitter("stats", str(tmp_path / f"w{i}"), "--json").stdout)["state"] == "stopped"
+    # the web UI on a worker's directory finds its cluster (recorded in the directory) and shows it
+    ui = Served(tmp_path / "w2")
+    try:
+        page = json.loads(get(f"{ui.base}/crawl.json"))
+    finally:
+        ui.stop()
+    assert page["cluster_error"] is None and page["crawl"]["state"] == "stopped"
+    assert page["cluster"]["max_pages_used"] == total and page["cluster"]["budget_spent"]
+    assert sorted(w["fetched"] for w in page["cluster"]["workers"]) == sorted(
+        w["fetched"] for w in stats["workers"])
+    assert not any(w["alive"] for w in page["cluster"]["workers"])
 
 
 @pytest.fixture
