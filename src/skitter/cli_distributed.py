@@ -107,6 +107,10 @@ async def _work(directory: Path, redis_url: str, crawl_id: str, config: CrawlCon
         box.append(crawler)
         record_cluster(crawler.store.db, redis_url, crawl_id)
         frontier = made[0]
+        from .strategies.importance import _Importance
+
+        if isinstance(crawler.scorer, _Importance):   # backlinks, pagerank (OPIC): the cluster's signals
+            frontier.share_importance(crawler.scorer)
         frontier.start()
         try:
             await crawler.run()

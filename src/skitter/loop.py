@@ -370,7 +370,8 @@ class Crawler:
                                relevance=relevance)
         if isinstance(self.scorer, PageObserver):   # importance strategies raise queued URLs
             changes = self.scorer.on_page(parent, page.links)
-            if changes and isinstance(self.frontier, Reprioritizing):
+            # (with no changes too: a distributed crawl shares what the page added, skitter.distributed)
+            if isinstance(self.frontier, Reprioritizing):
                 await self.frontier.reprioritize(changes)
         if not follow_links:
             return relevance, []

@@ -288,12 +288,13 @@ def own_cluster(tmp_path):
 
 def test_two_workers_on_a_redis_cluster(own_cluster, local_urls, tmp_path):
     """The same crawl on the three-node Redis Cluster: every key of a host in one slot (hash tags),
-    the seen set spread over the nodes."""
+    the seen set spread over the nodes; by in-link counts (backlinks), which are the cluster's: a
+    URL linked from pages of both workers has the sum of their links."""
     _, expected = local_urls
     redis_cluster = own_cluster
     with DemoServer(WEB, latency_ms=2) as srv:
         web = srv.web
-        procs = start_cluster(srv.web.seeds(), redis_cluster.url, "cluster", tmp_path, 2)
+        procs = start_cluster(srv.web.seeds(), redis_cluster.url, "cluster", tmp_path, 2, "--strategy", "backlinks")
         results = finish(procs)
     assert [rc for rc, _ in results] == [0, 0], [err[-2000:] for _, err in results]
     everything = [u for i in range(2) for u in fetched_urls(tmp_path / f"w{i}")]
@@ -304,6 +305,30 @@ def test_two_workers_on_a_redis_cluster(own_cluster, local_urls, tmp_path):
         with node.admin() as client:
             keys += client.keys("sk:*")
     assert len({k.split(b"}")[0] for k in keys if b":seen:" in k}) > 50   # the seen set's tag groups
+    # each worker's in-link counts, rebuilt from its directory as a resumed crawl does; Redis has their sum
+    from redis.cluster import RedisCluster
+
+    from skitter.config import CrawlConfig
+    from skitter.store.crawlstore import CrawlStore
+    from skitter.strategies.importance import BacklinkScorer
+    from skitter.urls import fingerprint, host_key
+
+    counts = []
+    for i in range(2):
+        scorer = BacklinkScorer()
+        store = CrawlStore.open(tmp_path / f"w{i}", CrawlConfig().to_dict(), software="test")
+        try:
+            assert scorer.restore([], store.replay_pages()) > 0
+        finally:
+            store.close()
+        counts.append(scorer.inlinks)
+    both = {u for u in counts[0] if u in counts[1]}
+    assert len(both) > 10, "no URL linked from pages of both workers"
+    port = redis_cluster.nodes[0].port
+    with RedisCluster(host="127.0.0.1", port=port) as client:
+        shared = {u: float(client.hget(f"sk:{{cluster/{host_key(u)}}}:imp", str(fingerprint(u))) or 0)
+                  for u in counts[0].keys() | counts[1].keys()}
+    assert shared == {u: counts[0].get(u, 0.0) + counts[1].get(u, 0.0) for u in shared}
 
 
 def test_unreachable_redis_is_one_line(tmp_path):

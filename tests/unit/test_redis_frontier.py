@@ -5,6 +5,7 @@ contract is tests/contract/)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -90,5 +91,59 @@ def test_hand_off_fencing_and_termination(redis_server):
         finally:
             await a.close()
             await b.close()
+
+    asyncio.run(go())
+
+
+def test_importance_is_the_clusters_and_moves_with_its_host(redis_server):
+    """OPIC cash (and in-link counts alike) is summed in Redis over the workers: a URL of b's host
+    linked from a page of a and a page of b gets both shares; its priority is written to its record
+    in Redis, so the worker that leases the host next has it."""
+    from skitter.models import Link, Page
+    from skitter.strategies.base import ParentContext
+    from skitter.strategies.importance import OPICScorer
+    from skitter.urls import fingerprint
+
+    async def go():
+        a = Worker(redis_server.url, "wa", "t2", heartbeat=0.05, member_ttl=5.0, lease_ttl=5.0)
+        b = Worker(redis_server.url, "wb", "t2", heartbeat=0.05, member_ttl=5.0, lease_ttl=0.3)
+        c = None
+        try:
+            for w in (a, b, a):
+                await w.f._tick()
+            ring = Ring(["wa", "wb"])
+            host_b, = owned_by(ring, "wb")
+            host_a, = owned_by(ring, "wa")
+            scorers = {a: OPICScorer(), b: OPICScorer()}
+            for w, s in scorers.items():
+                w.f.share_importance(s)
+            target, other = f"http://{host_b}/t", f"http://{host_b}/u"
+            await b.f.add([Candidate(other, priority=0.0), Candidate(target, priority=0.0)])
+            assert host_b in b.f.local.held
+            # a page of each worker (cash 1 each) links to target; a's page also to another URL
+            for w, src, links in ((a, f"http://{host_a}/p", [target, f"http://{host_a}/q"]),
+                                  (b, f"http://{host_b}/p", [target])):
+                s = scorers[w]
+                s.seed_priority(src)
+                page = Page(links=[Link(u) for u in links])
+                parent = ParentContext(url=src, page=page, depth=0, priority=0.0, relevance=s.relevance(src, page))
+                await w.f.reprioritize(s.on_page(parent, page.links))
+            assert scorers[a].cash[target] == 0.5   # its own half: the total when it added it
+            assert scorers[b].cash[target] == 1.5   # a's half and b's whole
+            record = json.loads(await a.client.hget(a.f.keys.host(host_b, "q"), str(fingerprint(target))))
+            assert record[3] == 1.5
+            # b, the host's holder, hands out the target first (queued after the other URL, at 0)
+            got = await asyncio.wait_for(b.f.next_ready(), 5)
+            assert (got.url, got.priority) == (target, 1.5)
+            # b's lease lapses; the next holder loads the priority with the host's queue
+            await asyncio.sleep(0.4)
+            c = Worker(redis_server.url, "wc", "t2", lease_ttl=5.0)
+            await c.f._acquire([host_b])
+            got = await asyncio.wait_for(c.f.next_ready(), 5)
+            assert (got.url, got.priority) == (target, 1.5)
+        finally:
+            for w in (a, b, c):
+                if w is not None:
+                    await w.close()
 
     asyncio.run(go())

@@ -16,6 +16,13 @@ What lives where (``P`` = ``sk``, ``C`` = the crawl id, ``H`` = a host key):
                               checks the lease first, so a worker that lost the host (paused past
                               its lease) cannot change its queue. ``sk:{C/H}:pol`` is the host's
                               politeness time (epoch seconds) as its last holder left it.
+- ``sk:{C/H}:imp``           with an importance strategy (backlinks, OPIC): fingerprint -> the
+                              URL's in-link count or cash, the whole cluster's. A worker adds what
+                              a page gives each URL it links to, one script call per host per page
+                              (pipelined), and the script also writes the new total as the
+                              priority of the URL's record in ``q`` if it is higher, so a host
+                              that moves keeps the order; the totals go to the host's owner in its
+                              inbox with the next heartbeat.
 - ``sk:{C}:members``          a sorted set, worker -> its last heartbeat (epoch seconds); the
                               live ones (a heartbeat within ``member_ttl``) form the ring
                               (:class:`~.ring.Ring`, consistent hashing with virtual nodes).
@@ -186,6 +193,25 @@ local pending = redis.call('INCRBY', KEYS[nb + 1], new)
 return {table.concat(flags), pending}
 """)
 
+_IMPORTANCE = _Script.of("""
+-- KEYS: imp, q; ARGV: (fingerprint, amount) pairs. Adds each amount to the URL's total (its in-link
+-- count or cash) and raises the priority of its record, if queued, to the total. Returns the totals.
+local out = {}
+for i = 1, #ARGV, 2 do
+  local total = redis.call('HINCRBYFLOAT', KEYS[1], ARGV[i], ARGV[i + 1])
+  out[#out + 1] = total
+  local rec = redis.call('HGET', KEYS[2], ARGV[i])
+  if rec then
+    local r = cjson.decode(rec)
+    if tonumber(total) > r[4] then
+      r[4] = tonumber(total)
+      redis.call('HSET', KEYS[2], ARGV[i], cjson.encode(r))
+    end
+  end
+end
+return out
+""")
+
 _RESERVE = _Script.of("""
 -- KEYS: budget; ARGV: --max-pages. 1 (and one more fetch counted) if the count is below it, else 0.
 if tonumber(redis.call('GET', KEYS[1]) or '0') >= tonumber(ARGV[1]) then return 0 end
@@ -293,6 +319,8 @@ class RedisFrontier:
         self.budget_used = 0                      # the last value of sk:{C}:budget we read
         self.budget_spent = False                 # a reservation failed: this worker is done
         self._give_back = 0                       # reservations to give back (fetches that did not count)
+        self.importance: Any = None               # the importance scorer whose signals are shared
+        self._priorities_out: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)   # owner -> host -> url -> total
 
     # -- the Frontier interface -----------------------------------------------------------------
     async def add(self, candidates: Sequence[Candidate], *, decided: bool = False) -> list[Candidate]:
@@ -500,8 +528,57 @@ class RedisFrontier:
     def seen_recently(self, url: str) -> bool:
         return self.local.seen_recently(url)
 
+    def share_importance(self, scorer) -> None:   # noqa: ANN001 - an importance scorer
+        """Share the importance strategy's signals (in-link counts, OPIC cash) through Redis."""
+        scorer.shared = True
+        self.importance = scorer
+
     async def reprioritize(self, changes: Sequence[tuple[str, float]]) -> None:
-        await self.local.reprioritize(changes)
+        """Raise queued URLs' priorities: this worker's own estimate; or, with
+        :meth:`share_importance`, the cluster's, from what the page just added in Redis."""
+        if self.importance is None:
+            await self.local.reprioritize(changes)
+            return
+        scorer = self.importance
+        deltas = scorer.take_deltas()
+        if not deltas:
+            return
+        by_host: dict[str, list[str]] = defaultdict(list)
+        for url in deltas:
+            by_host[host_key(url)].append(url)
+        calls = [(h, [self.keys.host(h, "imp"), self.keys.host(h, "q")],
+                  [x for url in urls for x in (str(fingerprint(url)), repr(deltas[url]))])
+                 for h, urls in by_host.items()]
+        try:
+            replies = await self._scripts(_IMPORTANCE, calls)
+        except (rex.ConnectionError, rex.TimeoutError, OSError):
+            # Redis away: kept for the next page (a reply lost after the script ran counts twice)
+            for url, amount in deltas.items():
+                scorer.deltas[url] = scorer.deltas.get(url, 0.0) + amount
+            return
+        totals = {url: float(t) for (h, _, _), reply in zip(calls, replies) for url, t in zip(by_host[h], reply)}
+        scorer.absorb(totals)
+        mine = []
+        for url, total in totals.items():
+            if url in scorer.fetched:
+                continue
+            h = host_key(url)
+            if h in self.local.held:
+                mine.append((url, total))
+            else:
+                owner = self.ring.owner(h)
+                if owner != self.worker:   # its queue's record has it already; its scheduler too, soon
+                    self._priorities_out[owner].setdefault(h, {})[url] = total
+        await self.local.reprioritize(mine)
+
+    def _receive_priorities(self, batch: dict[str, dict[str, float]]) -> None:
+        """Totals another worker found for URLs of hosts we hold: the priorities raised here too."""
+        for host, totals in batch.items():
+            if self.importance is not None:
+                self.importance.absorb(totals)
+            if host in self.local.held:
+                for url, total in totals.items():
+                    self.local.raise_priority(url, total)
 
     @property
     def queued(self) -> int:
@@ -728,7 +805,16 @@ class RedisFrontier:
             pipe.hset(self.keys.stats(self.worker), mapping=self._figures(now))
             pipe.expire(self.keys.stats(self.worker), 3600)
             pipe.get(self.keys.budget)
-            _, members, inbox, pending, _, _, used = await pipe.execute()
+            out, self._priorities_out = self._priorities_out, defaultdict(dict)
+            for owner, batch in out.items():
+                pipe.rpush(self.keys.inbox(owner), json.dumps(["priorities", batch], separators=(",", ":")))
+            try:
+                _, members, inbox, pending, _, _, used, *_ = await pipe.execute()
+            except BaseException:
+                for owner, batch in out.items():   # sent with the next heartbeat (twice is harmless)
+                    for host, totals in batch.items():
+                        self._priorities_out[owner].setdefault(host, {}).update(totals)
+                raise
         self.budget_used = int(used or 0)
         members = sorted(m.decode() if isinstance(m, bytes) else m for m in members)
         if self.worker not in members:
@@ -742,8 +828,12 @@ class RedisFrontier:
                     self._lost(host)
             self.wanted = {h for h in self.wanted if self.ring.owner(h) == self.worker}
             self._rescan = True
-        for batch in inbox or ():
-            self._receive(json.loads(batch))
+        for raw in inbox or ():
+            batch = json.loads(raw)
+            if isinstance(batch, list):   # ["priorities", {host: {url: total}}]
+                self._receive_priorities(batch[1])
+            else:
+                self._receive(batch)
         self.pending = int(pending or 0)
         if self.pending == 0:
             self.local._wake.set()
