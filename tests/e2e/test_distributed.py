@@ -79,7 +79,8 @@ def portless(urls, web) -> set[str]:
 
 
 def requests(log: Path) -> list[dict]:
-    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    """The access log's entries (a last line the server is still writing is left out)."""
+    return [json.loads(line) for line in log.read_text().splitlines(keepends=True) if line.endswith("\n")]
 
 
 def check_politeness(entries: list[dict]) -> None:
@@ -239,10 +240,24 @@ def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path
     check_politeness(entries)
 
 
-def test_max_pages_is_the_clusters_budget(redis_url, tmp_path):
+@pytest.fixture
+def tls_redis(redis_servers, tmp_path, monkeypatch):
+    """A redis-server on TLS only (rediss://, a throwaway CA the processes trust through
+    SSL_CERT_FILE) that wants a password."""
+    pytest.importorskip("trustme")
+    from redis_servers import TLSFiles
+
+    files = TLSFiles.throwaway(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(files.ca))   # the skitter processes inherit it
+    return redis_servers(tls=files, password="s3cret-" + os.urandom(4).hex())
+
+
+def test_max_pages_is_the_clusters_budget(tls_redis, tmp_path):
     """--max-pages holds for the whole cluster: three workers together fetch at most that many
-    (a fetch is reserved in Redis before it starts), and hardly fewer."""
+    (a fetch is reserved in Redis before it starts), and hardly fewer. Over TLS, with a password."""
     budget = 60
+    redis_url = tls_redis.url
+    assert redis_url.startswith("rediss://:s3cret-")
     log = tmp_path / "access.jsonl"
     with DemoServer(WEB, latency_ms=2, access_log=log) as srv:
         procs = start_cluster(srv.web.seeds(), redis_url, "budget", tmp_path, 3, "--max-pages", str(budget))
@@ -260,8 +275,16 @@ def test_max_pages_is_the_clusters_budget(redis_url, tmp_path):
     assert stats["max_pages_used"] == total
     for i in range(3):
         assert json.loads(skitter("stats", str(tmp_path / f"w{i}"), "--json").stdout)["state"] == "stopped"
-    # the web UI on a worker's directory finds its cluster (recorded in the directory) and shows it
+    # the web UI on a worker's directory finds its cluster (recorded in the directory, without the
+    # password: it says where to give it) and, given the password, shows it
     ui = Served(tmp_path / "w2")
+    try:
+        page = json.loads(get(f"{ui.base}/crawl.json"))
+    finally:
+        ui.stop()
+    assert "wants a password" in page["cluster_error"] and "--redis URL" in page["cluster_error"]
+    assert "s3cret" not in (tmp_path / "w2" / "crawl.db").read_bytes().decode("latin-1")
+    ui = Served(tmp_path / "w2", "--redis", redis_url, "--crawl-id", "budget")
     try:
         page = json.loads(get(f"{ui.base}/crawl.json"))
     finally:
@@ -339,7 +362,8 @@ def test_unreachable_redis_is_one_line(tmp_path):
 
 def test_redis_restarted_mid_crawl(redis_servers, local_urls, tmp_path):
     """Redis (with its append-only file) restarted mid-crawl: the workers wait for it (redis-py's
-    own retries, then ours, which say so) and the crawl completes with every page."""
+    own retries, then ours), say so ("Redis unreachable (...); waiting for it", then "Redis is
+    back after N s") and the crawl completes with every page."""
     _, expected = local_urls
     server = redis_servers(appendonly=True)
     log = tmp_path / "access.jsonl"
@@ -357,3 +381,13 @@ def test_redis_restarted_mid_crawl(redis_servers, local_urls, tmp_path):
     assert [rc for rc, _ in results] == [0, 0], [err[-2000:] for _, err in results]
     everything = [u for i in range(2) for u in fetched_urls(tmp_path / f"w{i}")]
     assert portless(everything, web) >= expected
+    # each worker said it was waiting for Redis, once a stall (not a line per failed call), and then
+    # that it was back (and went on: every page above)
+    for _, err in results:
+        said = [("away" if line.startswith("skitter: Redis unreachable (")
+                 and line.endswith(("; waiting for it", "; retrying")) else "back")
+                for line in err.splitlines() if "Redis" in line]
+        assert said and said[0] == "away" and said[-1] == "back", err[-2000:]
+        assert all(a != b for a, b in zip(said, said[1:])) and said.count("away") <= 2, err[-2000:]
+        assert all(re.fullmatch(r"skitter: Redis is back after \d+ s", line) for line in err.splitlines()
+                   if "Redis" in line and "unreachable" not in line), err[-2000:]

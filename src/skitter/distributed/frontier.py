@@ -314,6 +314,8 @@ class RedisFrontier:
         self.fetched = 0
         self.moved_in = self.moved_out = self.handed_off = self.fenced = 0
         self._redis_down_since: float | None = None
+        self._last_answer = time.monotonic()      # when the membership task last heard from Redis
+        self._watcher: asyncio.Task | None = None
         self._started = time.time()
         self.budget = budget
         self.budget_used = 0                      # the last value of sk:{C}:budget we read
@@ -762,7 +764,19 @@ class RedisFrontier:
         """Join the crawl: heartbeats, the ring over the live workers, the inbox, lease renewal."""
         if self._task is None:
             self._started = time.time()
+            self._last_answer = time.monotonic()
             self._task = asyncio.ensure_future(self._maintain())
+            self._watcher = asyncio.ensure_future(self._watch())
+
+    async def _watch(self) -> None:
+        """Say so when Redis has not answered the heartbeats for a member's time to live (while
+        redis-py's own retries, which back off for seconds, keep the membership task waiting)."""
+        while not self._stopped:
+            await asyncio.sleep(self.heartbeat)
+            silent = time.monotonic() - self._last_answer
+            if silent > self.member_ttl and self._redis_down_since is None:
+                self._redis_down_since = self._last_answer
+                _say(f"Redis unreachable (no answer for {silent:.0f} s); waiting for it")
 
     async def _maintain(self) -> None:
         renew_every = self.lease_ttl / 3
@@ -771,7 +785,7 @@ class RedisFrontier:
         while not self._stopped:
             try:
                 await self._tick()
-                now = time.monotonic()
+                now = self._last_answer = time.monotonic()
                 if now - last_renew >= renew_every:
                     await self._renew()
                     last_renew = now
@@ -782,9 +796,7 @@ class RedisFrontier:
                 if self.immediate:
                     await self._release_leaving()
                 if self._redis_down_since is not None:
-                    log.warning("Redis is back after %.0f s", time.monotonic() - self._redis_down_since)
-                    _say(f"Redis is back after {time.monotonic() - self._redis_down_since:.0f} s")
-                    self._redis_down_since = None
+                    self._back()
             except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
                 if self._redis_down_since is None:
                     self._redis_down_since = time.monotonic()
@@ -794,6 +806,15 @@ class RedisFrontier:
                 if os.environ.get("SKITTER_DEBUG"):
                     raise
             await asyncio.sleep(self.heartbeat)
+
+    def _back(self) -> None:
+        """Redis answers again (the membership task's call or another): say so once. The watch
+        (:meth:`_watch`) counts the silence from here again."""
+        if self._redis_down_since is None:
+            return
+        _say(f"Redis is back after {time.monotonic() - self._redis_down_since:.0f} s")
+        self._redis_down_since = None
+        self._last_answer = time.monotonic()
 
     async def _tick(self) -> None:
         now = time.time()
@@ -928,8 +949,11 @@ class RedisFrontier:
         self._stopped = True
         task, self._task = self._task, None
         if task is not None:
+            watcher, self._watcher = self._watcher, None
+            if watcher is not None:
+                watcher.cancel()
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await asyncio.gather(task, *([watcher] if watcher else []), return_exceptions=True)
         try:
             # The store is closed by now (and committed everything done): write those URLs, then
             # release every lease with nothing in flight (an abandoned URL's host waits for its
@@ -967,8 +991,7 @@ class RedisFrontier:
                 wait = min(wait * 2, 5.0)
                 continue
             if self._redis_down_since is not None:
-                _say(f"Redis is back after {time.monotonic() - self._redis_down_since:.0f} s")
-                self._redis_down_since = None
+                self._back()
             return result
 
 
