@@ -147,3 +147,33 @@ def test_importance_is_the_clusters_and_moves_with_its_host(redis_server):
                     await w.close()
 
     asyncio.run(go())
+
+
+def test_a_host_that_moves_keeps_its_politeness_state(redis_server):
+    """Its next allowed time, robots.txt's Crawl-delay and its last response time (the adaptive
+    delay) go with the host to its next holder."""
+    async def go():
+        a = Worker(redis_server.url, "wa", "t3", lease_ttl=5.0)
+        b = None
+        try:
+            await a.f.add([Candidate("http://moving.test/1"), Candidate("http://moving.test/2")])
+            assert "moving.test" in a.f.local.held
+            clock = a.f.local.hosts["moving.test"].clock
+            clock.crawl_delay, clock.last_elapsed = 7.0, 0.25
+            clock.next_time = a.f.clock.monotonic() + 30.0
+            leaves_at = clock.next_time + a.f.local._epoch
+            a.f._lost("moving.test")
+            await a.f._release_leaving()
+            assert "moving.test" not in a.f.local.held
+            b = Worker(redis_server.url, "wb", "t3", lease_ttl=5.0)
+            await b.f._acquire(["moving.test"])
+            moved = b.f.local.hosts["moving.test"].clock
+            assert (moved.crawl_delay, moved.last_elapsed) == (7.0, 0.25)
+            assert abs(moved.next_time + b.f.local._epoch - leaves_at) < 0.01
+            assert b.f.queued == 2
+        finally:
+            for w in (a, b):
+                if w is not None:
+                    await w.close()
+
+    asyncio.run(go())

@@ -15,7 +15,9 @@ What lives where (``P`` = ``sk``, ``C`` = the crawl id, ``H`` = a host key):
                               write of the holder (a URL done or due again) runs in a script that
                               checks the lease first, so a worker that lost the host (paused past
                               its lease) cannot change its queue. ``sk:{C/H}:pol`` is the host's
-                              politeness time (epoch seconds) as its last holder left it.
+                              politeness state as its last holder left it: its next allowed
+                              time (epoch seconds), robots.txt's Crawl-delay and the last
+                              response time (the adaptive delay), so a host that moves keeps them.
 - ``sk:{C/H}:imp``           with an importance strategy (backlinks, OPIC): fingerprint -> the
                               URL's in-link count or cash, the whole cluster's. A worker adds what
                               a page gives each URL it links to, one script call per host per page
@@ -678,9 +680,15 @@ class RedisFrontier:
             token, flat, pol = reply
             self.tokens[host] = f"{self.worker}:{int(token)}"
             _debug(f"acquired {host} token {int(token)} with {len(flat) // 2} URLs")
-            self._load(host, flat, float(pol) if pol else None)
+            self._load(host, flat, pol or None)
 
-    def _load(self, host: str, flat: list, pol: float | None) -> None:
+    def _pol(self, host: str) -> str:
+        """The host's politeness state for ``sk:{C/H}:pol``: next allowed time (epoch seconds),
+        Crawl-delay, last response time."""
+        c = self.local.hosts[host].clock
+        return f"{c.next_time + self.local._epoch!r} {c.crawl_delay!r} {c.last_elapsed!r}"
+
+    def _load(self, host: str, flat: list, pol: bytes | str | None) -> None:
         """A host just leased: its queue from Redis into the local frontier (replacing any row of
         an earlier lease: what Redis still holds is not done)."""
         local = self.local
@@ -688,7 +696,14 @@ class RedisFrontier:
         local.leaving.discard(host)
         h = local._host(host)
         if pol is not None:
-            h.clock.next_time = max(h.clock.next_time, pol - local._epoch)
+            # (an older worker wrote the time alone)
+            raw = pol.decode() if isinstance(pol, bytes) else pol
+            t, crawl_delay, elapsed, *_ = [float(x) for x in raw.split()] + [0.0, 0.0]
+            h.clock.next_time = max(h.clock.next_time, t - local._epoch)
+            if not h.clock.crawl_delay:
+                h.clock.crawl_delay = crawl_delay
+            if not h.clock.last_elapsed:
+                h.clock.last_elapsed = elapsed
         decoded = sorted((_decode(flat[i + 1]) + (int(flat[i]),) for i in range(0, len(flat), 2)),
                          key=lambda r: r[1])
         rows = []
@@ -735,7 +750,7 @@ class RedisFrontier:
         if not done:
             return
         calls = [(k, [self.keys.host(k, "lease"), self.keys.host(k, "pol")],
-                  [self.tokens.get(k, ""), repr(local.hosts[k].clock.next_time + local._epoch)]) for k in done]
+                  [self.tokens.get(k, ""), self._pol(k)]) for k in done]
         await self._scripts(_RELEASE, calls)
         _debug(f"released {done}")
         for k in done:
@@ -886,7 +901,7 @@ class RedisFrontier:
         hosts = list(self.tokens)
         replies = await self._scripts(_RENEW, [
             (h, [self.keys.host(h, "lease"), self.keys.host(h, "pol")],
-             [self.tokens[h], ttl, repr(self.local.hosts[h].clock.next_time + self.local._epoch)]) for h in hosts])
+             [self.tokens[h], ttl, self._pol(h)]) for h in hosts])
         for h, ok in zip(hosts, replies):
             if not ok:
                 _debug(f"renewal failed on {h}")
@@ -963,7 +978,7 @@ class RedisFrontier:
             free = [k for k in self.tokens if not local.hosts[k].clock.active]
             await self._scripts(_RELEASE, [
                 (k, [self.keys.host(k, "lease"), self.keys.host(k, "pol")],
-                 [self.tokens[k], repr(local.hosts[k].clock.next_time + local._epoch)]) for k in free])
+                 [self.tokens[k], self._pol(k)]) for k in free])
             figures = self._figures(time.time())
             figures["hosts"] = 0
             await self.client.hset(self.keys.stats(self.worker), mapping=figures)
