@@ -10,6 +10,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from redis.asyncio import Redis
 
 from skitter.distributed.frontier import RedisFrontier
@@ -175,5 +176,77 @@ def test_a_host_that_moves_keeps_its_politeness_state(redis_server):
             for w in (a, b):
                 if w is not None:
                     await w.close()
+
+    asyncio.run(go())
+
+
+class Killed(BaseException):
+    """The worker dies here (as kill -9 would: nothing after this point runs)."""
+
+
+@pytest.mark.parametrize("at", ["records", "seen", "hand-off"])
+def test_a_worker_killed_while_admitting_on_a_cluster_loses_nothing(redis_cluster, at):
+    """On a Redis Cluster admission takes several round trips: killed between any two, the URLs it
+    was admitting are never left seen and not queued; the host's owner loads them."""
+    from skitter.distributed.redis_url import connect
+    from skitter.urls import fingerprint
+
+    crawl = f"kill-{at}"
+
+    async def go():
+        dirs, frontiers, clients = [], [], []
+        try:
+            for name in ("wa", "wb"):
+                d = Path(tempfile.mkdtemp(prefix="skitter-rf-"))
+                client = await connect(redis_cluster.url)
+                db = CrawlDB(d)
+                f = RedisFrontier(client, crawl, db, Politeness(delay=0.0), worker=name, immediate=True)
+                dirs.append((d, db))
+                clients.append(client)
+                frontiers.append(f)
+            a, b = frontiers
+            for f in (a, b, a):
+                await f._tick()
+            host_b, = owned_by(Ring(["wa", "wb"]), "wb")
+            urls = [f"http://{host_b}/{i}" for i in range(5)]
+
+            def die(*args, **kwargs):
+                raise Killed
+
+            if at == "records":
+                real = a._scripts
+
+                async def scripts(script, calls):
+                    if script.source.lstrip().startswith("-- KEYS: a host's queue"):
+                        raise Killed
+                    return await real(script, calls)
+                a._scripts = scripts
+            elif at == "seen":
+                a.seen.add_many = die
+            else:
+                a._place = die
+            with pytest.raises(Killed):
+                await a.add([Candidate(u) for u in urls])
+            q = await clients[1].hgetall(b.keys.host(host_b, "q"))
+            seen = await b.seen.contains_many([fingerprint(u) for u in urls])
+            queued = [str(fingerprint(u)).encode() in q for u in urls]
+            assert all(qd or not s for qd, s in zip(queued, seen)), "a URL seen and not queued"
+            assert int(await clients[1].get(b.keys.pending) or 0) >= sum(queued)
+            # found again by b: only those not queued yet are new; b's scan loads the others
+            new = await b.add([Candidate(u) for u in urls])
+            assert sorted(c.url for c in new) == [u for u, qd in zip(urls, queued) if not qd]
+            await b._scan()
+            got = set()
+            for _ in urls:
+                cand = await asyncio.wait_for(b.next_ready(), 5)
+                got.add(cand.url)
+                await b.done(cand, Outcome(response_time=0.0))
+            assert got == set(urls)
+        finally:
+            for client in clients:
+                await client.aclose()
+            for d, db in dirs:
+                db.close()
+                shutil.rmtree(d, ignore_errors=True)
 
     asyncio.run(go())

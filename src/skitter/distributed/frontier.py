@@ -195,6 +195,16 @@ local pending = redis.call('INCRBY', KEYS[nb + 1], new)
 return {table.concat(flags), pending}
 """)
 
+_QUEUE_NX = _Script.of("""
+-- KEYS: a host's queue; ARGV: (fingerprint, record) pairs. Each record written where the queue has
+-- none for that URL: '1' where written, '0' where another record is there.
+local flags = {}
+for i = 1, #ARGV, 2 do
+  flags[#flags + 1] = tostring(redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]))
+end
+return table.concat(flags)
+""")
+
 _IMPORTANCE = _Script.of("""
 -- KEYS: imp, q; ARGV: (fingerprint, amount) pairs. Adds each amount to the URL's total (its in-link
 -- count or cash) and raises the priority of its record, if queued, to the total. Returns the totals.
@@ -333,51 +343,100 @@ class RedisFrontier:
         fps = [fingerprint(c.url) for c in candidates]
         if not decided and not self.seen._cluster:
             return await self._add_atomic(candidates, fps)
+        if not decided:
+            return await self._add_cluster(candidates, fps)
+        # URLs robots.txt disallows: only seen (their records are written by the store)
         flags = await self._retrying(self.seen.add_many, fps, lost_reply_ok=False)
         new = [c for c, f in zip(candidates, flags) if f]
-        if decided or not new:
-            if decided and new:
-                self.local.admit(new, decided=True)
-            return new
-        by_host: dict[str, list[tuple[Candidate, int]]] = defaultdict(list)
-        for c, fp, f in zip(candidates, fps, flags):
-            if f:
-                by_host[host_key(c.url)].append((c, fp))
+        if new:
+            self.local.admit(new, decided=True)
+        return new
+
+    async def _add_cluster(self, candidates: Sequence[Candidate], fps: list[int]) -> list[Candidate]:
+        """:meth:`add` on a Redis Cluster, where the seen set's buckets and a host's queue live in
+        different slots, so that no one script can test and queue: the records go in first and the
+        seen set after, so a worker killed in between leaves URLs queued (at worst fetched twice,
+        below), never seen and not queued. In four steps:
+
+        1. which URLs are not seen yet (read only);
+        2. count them pending and their hosts known, before any record of them is visible;
+        3. their records, each only where its host's queue has none (a record there is another
+           worker's, who found the URL at the same moment, or one a killed worker left): the
+           URLs whose record this worker wrote are its new ones;
+        4. into the seen set; the count set right for the others; the hand-off.
+
+        A URL fetched and done between this worker's steps 1 and 3 is queued again (fetched twice);
+        a count left too high by a crash is set right when the cluster is idle."""
+        seen = await self._retrying(self.seen.contains_many, fps)
+        first: dict[int, int] = {}
+        for p, (fp, known) in enumerate(zip(fps, seen)):
+            if not known:
+                first.setdefault(fp, p)
+        if not first:
+            return []
+        todo = list(first.values())
+        by_host: dict[str, list[int]] = defaultdict(list)
+        for p in todo:
+            by_host[host_key(candidates[p].url)].append(p)
+        hosts = [h for h in by_host if h not in self.known_hosts]
+
+        async def count() -> int:
+            async with self.client.pipeline(transaction=False) as pipe:
+                pipe.incrby(self.keys.pending, len(todo))
+                if hosts:
+                    pipe.sadd(self.keys.hosts, *hosts)
+                return (await pipe.execute())[0]
+
+        # (a lost reply retried counts twice: too high, set right when the cluster is idle)
+        self.pending = await self._retrying(count)
+        self.known_hosts.update(hosts)
+        recs: dict[int, str] = {}
+        calls = []
+        for host, ps in by_host.items():
+            args: list = []
+            for p in ps:
+                self._seq += 1
+                recs[p] = _record(candidates[p], self._seq)
+                args += [str(fps[p]), recs[p]]
+            calls.append((host, [self.keys.host(host, "q")], args))
+        # (not retried once sent: run twice, its second run would find its own records there)
+        replies = await self._retrying(self._scripts, _QUEUE_NX, calls, lost_reply_ok=False)
+        written = [p for (host, _, _), flags in zip(calls, replies) for p, f in zip(by_host[host], flags)
+                   if f in (49, "1")]
+        await self._retrying(self.seen.add_many, [fps[p] for p in todo])
+        if len(written) < len(todo):
+            try:
+                self.pending = await self.client.decrby(self.keys.pending, len(todo) - len(written))
+            except (rex.ConnectionError, rex.TimeoutError, OSError):
+                pass   # too high: set right when the cluster is idle
+        written.sort()
+        await self._place([(candidates[p], recs[p]) for p in written])
+        return [candidates[p] for p in written]
+
+    async def _place(self, new: list[tuple[Candidate, str]]) -> None:
+        """New URLs (with their records) to where they are crawled: this worker's local frontier
+        for the hosts it holds, a lease asked for those the ring gives it, the owners' inboxes for
+        the others (what an owner misses, it loads from the host's queue)."""
         mine: list[Candidate] = []
         acquire: list[str] = []
         handoff: dict[str, dict[str, list]] = defaultdict(dict)
-        async with self.client.pipeline(transaction=False) as pipe:
-            for host, items in by_host.items():
-                mapping = {}
-                recs = []
-                for c, fp in items:
-                    self._seq += 1
-                    rec = _record(c, self._seq)
-                    mapping[str(fp)] = rec
-                    recs.append(rec)
-                pipe.hset(self.keys.host(host, "q"), mapping=mapping)
-                if host not in self.known_hosts:
-                    pipe.sadd(self.keys.hosts, host)
-                owner = self.ring.owner(host)
-                if owner == self.worker:
-                    if host in self.local.held and host not in self.local.leaving:
-                        mine.extend(c for c, _ in items)
-                    elif host not in self.local.held:
-                        acquire.append(host)
-                else:
-                    handoff[owner][host] = recs
-            for owner, hosts in handoff.items():
-                pipe.rpush(self.keys.inbox(owner), json.dumps(hosts, separators=(",", ":")))
-                self.handed_off += sum(len(r) for r in hosts.values())
-            pipe.incrby(self.keys.pending, len(new))
-            replies = await pipe.execute()
-        self.known_hosts.update(by_host)
-        self.pending = replies[-1]
+        for c, rec in new:
+            host = host_key(c.url)
+            owner = self.ring.owner(host)
+            if owner == self.worker:
+                if host in self.local.held:
+                    if host not in self.local.leaving:
+                        mine.append(c)
+                elif host not in acquire:
+                    acquire.append(host)
+            else:
+                handoff[owner].setdefault(host, []).append(rec)
+        if handoff:
+            await self._retrying(self._hand_off, handoff)
         if mine:
             self.local.admit(mine)
         if acquire:
-            await self._acquire(acquire)
-        return new
+            await self._retrying(self._acquire, acquire)
 
     async def _add_atomic(self, candidates: Sequence[Candidate], fps: list[int]) -> list[Candidate]:
         """:meth:`add` on a single Redis: the seen test and the records in one script, then the
@@ -410,31 +469,9 @@ class RedisFrontier:
         for p, flag in zip(order, flags):
             is_new[p] = flag == 49 or flag == "1"
         new = [c for c, f in zip(candidates, is_new) if f]
-        if not new:
-            return new
-        mine: list[Candidate] = []
-        acquire: list[str] = []
-        handoff: dict[str, dict[str, list]] = defaultdict(dict)
-        rec_of = dict(zip(order, records))
-        for p, c in enumerate(candidates):
-            if not is_new[p]:
-                continue
-            host = hosts[p]
-            owner = self.ring.owner(host)
-            if owner == self.worker:
-                if host in self.local.held:
-                    if host not in self.local.leaving:
-                        mine.append(c)
-                elif host not in acquire:
-                    acquire.append(host)
-            else:
-                handoff[owner].setdefault(host, []).append(rec_of[p])
-        if handoff:
-            await self._retrying(self._hand_off, handoff)
-        if mine:
-            self.local.admit(mine)
-        if acquire:
-            await self._retrying(self._acquire, acquire)
+        if new:
+            rec_of = dict(zip(order, records))
+            await self._place([(c, rec_of[p]) for p, c in enumerate(candidates) if is_new[p]])
         return new
 
     async def _hand_off(self, handoff: dict[str, dict[str, list]]) -> None:
