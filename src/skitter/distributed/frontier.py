@@ -356,40 +356,41 @@ class RedisFrontier:
         """:meth:`add` on a Redis Cluster, where the seen set's buckets and a host's queue live in
         different slots, so that no one script can test and queue: the records go in first and the
         seen set after, so a worker killed in between leaves URLs queued (at worst fetched twice,
-        below), never seen and not queued. In four steps:
+        below), never seen and not queued. Three pipelines:
 
-        1. which URLs are not seen yet (read only);
-        2. count them pending and their hosts known, before any record of them is visible;
-        3. their records, each only where its host's queue has none (a record there is another
-           worker's, who found the URL at the same moment, or one a killed worker left): the
-           URLs whose record this worker wrote are its new ones;
-        4. into the seen set; the count set right for the others; the hand-off.
+        1. which URLs are not seen yet (read only), and all of them counted pending and their hosts
+           known, before any record of theirs is visible;
+        2. the records of those not seen, each only where its host's queue has none (a record
+           there is another worker's, who found the URL at the same moment, or one a killed worker
+           left): the URLs whose record this worker wrote are its new ones;
+        3. those into the seen set, the count set right (less the URLs not new), the hand-off.
 
-        A URL fetched and done between this worker's steps 1 and 3 is queued again (fetched twice);
+        A URL fetched and done between this worker's steps 1 and 2 is queued again (fetched twice);
         a count left too high by a crash is set right when the cluster is idle."""
-        seen = await self._retrying(self.seen.contains_many, fps)
+        from .seen import _ADD, _CONTAINS
+
+        hosts = list(dict.fromkeys(h for h in map(host_key, (c.url for c in candidates))
+                                   if h not in self.known_hosts))
+        plan = self.seen._plan(fps)
+        extra: list[tuple] = [("INCRBY", self.keys.pending, len(candidates))]
+        if hosts:
+            extra.append(("SADD", self.keys.hosts, *hosts))
+        # (a lost reply retried counts twice: too high, set right when the cluster is idle)
+        flags, (self.pending, *_) = await self._retrying(
+            self._pipeline, [(_CONTAINS, c.keys, c.args) for c in plan], extra)
+        known = [False] * len(fps)
+        for call, fl in zip(plan, flags):
+            for pos, flag in zip(call.positions, fl):
+                known[pos] = flag == 49
+        self.known_hosts.update(hosts)
         first: dict[int, int] = {}
-        for p, (fp, known) in enumerate(zip(fps, seen)):
-            if not known:
+        for p, (fp, k) in enumerate(zip(fps, known)):
+            if not k:
                 first.setdefault(fp, p)
-        if not first:
-            return []
         todo = list(first.values())
         by_host: dict[str, list[int]] = defaultdict(list)
         for p in todo:
             by_host[host_key(candidates[p].url)].append(p)
-        hosts = [h for h in by_host if h not in self.known_hosts]
-
-        async def count() -> int:
-            async with self.client.pipeline(transaction=False) as pipe:
-                pipe.incrby(self.keys.pending, len(todo))
-                if hosts:
-                    pipe.sadd(self.keys.hosts, *hosts)
-                return (await pipe.execute())[0]
-
-        # (a lost reply retried counts twice: too high, set right when the cluster is idle)
-        self.pending = await self._retrying(count)
-        self.known_hosts.update(hosts)
         recs: dict[int, str] = {}
         calls = []
         for host, ps in by_host.items():
@@ -401,22 +402,34 @@ class RedisFrontier:
             calls.append((host, [self.keys.host(host, "q")], args))
         # (not retried once sent: run twice, its second run would find its own records there)
         replies = await self._retrying(self._scripts, _QUEUE_NX, calls, lost_reply_ok=False)
-        written = [p for (host, _, _), flags in zip(calls, replies) for p, f in zip(by_host[host], flags)
-                   if f in (49, "1")]
-        await self._retrying(self.seen.add_many, [fps[p] for p in todo])
-        if len(written) < len(todo):
-            try:
-                self.pending = await self.client.decrby(self.keys.pending, len(todo) - len(written))
-            except (rex.ConnectionError, rex.TimeoutError, OSError):
-                pass   # too high: set right when the cluster is idle
-        written.sort()
-        await self._place([(candidates[p], recs[p]) for p in written])
+        written = sorted(p for (host, _, _), fl in zip(calls, replies) for p, f in zip(by_host[host], fl)
+                         if f in (49, "1"))
+        mine, acquire, handoff = self._route([(candidates[p], recs[p]) for p in written])
+        extra = [("RPUSH", self.keys.inbox(owner), json.dumps(batch, separators=(",", ":")))
+                 for owner, batch in handoff.items()]
+        if len(written) < len(candidates):
+            extra.append(("DECRBY", self.keys.pending, len(candidates) - len(written)))
+        try:   # once: run twice, the count would go too low
+            _, replies = await self._pipeline(
+                [(_ADD, c.keys, c.args) for c in self.seen._plan([fps[p] for p in todo])], extra)
+            if len(written) < len(candidates):
+                self.pending = replies[-1]
+            self.handed_off += sum(len(r) for batch in handoff.values() for r in batch.values())
+        except (rex.ConnectionError, rex.TimeoutError, OSError):
+            # Nothing is lost: URLs not in the seen set are queued all the same (at worst found and
+            # fetched again), the count is too high (set right when idle), and owners load what the
+            # hand-off missed from the hosts' queues.
+            pass
+        if mine:
+            self.local.admit(mine)
+        if acquire:
+            await self._retrying(self._acquire, acquire)
         return [candidates[p] for p in written]
 
-    async def _place(self, new: list[tuple[Candidate, str]]) -> None:
-        """New URLs (with their records) to where they are crawled: this worker's local frontier
-        for the hosts it holds, a lease asked for those the ring gives it, the owners' inboxes for
-        the others (what an owner misses, it loads from the host's queue)."""
+    def _route(self, new: list[tuple[Candidate, str]]) -> tuple[list[Candidate], list[str], dict[str, dict[str, list]]]:
+        """Where new URLs (with their records) are crawled: this worker's local frontier for the
+        hosts it holds, a lease to ask for those the ring gives it, the owners' inboxes for the
+        others (what an owner misses, it loads from the host's queue)."""
         mine: list[Candidate] = []
         acquire: list[str] = []
         handoff: dict[str, dict[str, list]] = defaultdict(dict)
@@ -431,6 +444,11 @@ class RedisFrontier:
                     acquire.append(host)
             else:
                 handoff[owner].setdefault(host, []).append(rec)
+        return mine, acquire, handoff
+
+    async def _place(self, new: list[tuple[Candidate, str]]) -> None:
+        """New URLs (with their records) to where they are crawled (:meth:`_route`)."""
+        mine, acquire, handoff = self._route(new)
         if handoff:
             await self._retrying(self._hand_off, handoff)
         if mine:
@@ -675,25 +693,37 @@ class RedisFrontier:
             await self._release_leaving()
 
     async def _scripts(self, script: _Script, calls: list[tuple[str, list[str], list]]) -> list:
-        if not calls:
-            return []
+        """One script called with each (label, keys, args), pipelined: the replies."""
+        return (await self._pipeline([(script, keys, args) for _, keys, args in calls]))[0]
 
-        async def run(todo):
+    async def _pipeline(self, calls: list[tuple[_Script, list[str], list]],
+                        extra: Sequence[tuple] = ()) -> tuple[list, list]:
+        """Script calls and then other commands (``extra``) in one pipeline: their replies. A
+        script the server does not have (NOSCRIPT: a new or restarted server, a cluster node that
+        never saw it) is loaded and the calls that missed it run again, alone."""
+        if not calls and not extra:
+            return [], []
+
+        async def run(todo, more):
             async with self.client.pipeline(transaction=False) as pipe:
-                for _, keys, args in todo:
+                for script, keys, args in todo:
                     pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+                for command in more:
+                    pipe.execute_command(*command)
                 return await pipe.execute(raise_on_error=False)
 
-        replies = await run(calls)
-        missing = [i for i, r in enumerate(replies) if isinstance(r, rex.NoScriptError)]
+        replies = await run(calls, extra)
+        scripted, rest = replies[:len(calls)], replies[len(calls):]
+        missing = [i for i, r in enumerate(scripted) if isinstance(r, rex.NoScriptError)]
         if missing:
-            await self.client.script_load(script.source)
-            for i, r in zip(missing, await run([calls[i] for i in missing])):
-                replies[i] = r
-        for r in replies:
+            for source in dict.fromkeys(calls[i][0].source for i in missing):
+                await self.client.script_load(source)
+            for i, r in zip(missing, await run([calls[i] for i in missing], ())):
+                scripted[i] = r
+        for r in scripted + rest:
             if isinstance(r, Exception):
                 raise r
-        return replies
+        return scripted, rest
 
     # -- hosts: acquire, lose, release ------------------------------------------------------------
     async def _acquire(self, hosts: Sequence[str]) -> None:
