@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -260,7 +261,16 @@ def test_max_pages_is_the_clusters_budget(tls_redis, tmp_path):
     assert redis_url.startswith("rediss://:s3cret-")
     log = tmp_path / "access.jsonl"
     with DemoServer(WEB, latency_ms=2, access_log=log) as srv:
-        procs = start_cluster(srv.web.seeds(), redis_url, "budget", tmp_path, 3, "--max-pages", str(budget))
+        # the workers first, waiting for the crawl, and a longer delay (the last --delay wins): 60
+        # pages at 0.05 s a host take the crawl's creator about a second, less than a worker takes
+        # to start and join on a busy machine
+        workers = [spawn("worker", "--redis", redis_url, "--crawl-id", "budget", "-o", str(tmp_path / f"w{i}"),
+                         "-q") for i in (1, 2)]
+        for w in workers:
+            assert select.select([w.stderr], [], [], 60)[0], "a worker did not start"
+            assert "waiting for crawl 'budget' to be created" in w.stderr.readline()
+        procs = [spawn("crawl", *srv.web.seeds(), "-o", str(tmp_path / "w0"), "--redis", redis_url,
+                       "--crawl-id", "budget", *COMMON, "--max-pages", str(budget), "--delay", "0.25"), *workers]
         results = finish(procs)
     assert [rc for rc, _ in results] == [0, 0, 0], [err[-2000:] for _, err in results]
     per_worker = [fetched_urls(tmp_path / f"w{i}") for i in range(3)]
