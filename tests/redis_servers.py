@@ -81,6 +81,21 @@ class TLSFiles:
     def __init__(self, cert: Path, key: Path, ca: Path) -> None:
         self.cert, self.key, self.ca = cert, key, ca
 
+    @classmethod
+    def throwaway(cls, directory: Path) -> TLSFiles:
+        """A new CA and a certificate it signed for 127.0.0.1 (trustme), written to ``directory``."""
+        import trustme
+
+        ca = trustme.CA()
+        cert = ca.issue_cert("127.0.0.1")
+        files = cls(Path(directory) / "cert.pem", Path(directory) / "key.pem", Path(directory) / "ca.pem")
+        cert.cert_chain_pems[0].write_to_path(files.cert)
+        for extra in cert.cert_chain_pems[1:]:
+            extra.write_to_path(files.cert, append=True)
+        cert.private_key_pem.write_to_path(files.key)
+        ca.cert_pem.write_to_path(files.ca)
+        return files
+
 
 class RedisServer:
     """One redis-server process; ``start`` picks a free port once and keeps it across restarts."""

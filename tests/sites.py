@@ -142,16 +142,17 @@ def free_port() -> int:
 
 
 class Served:
-    """`skitter serve DIR [args]` on a free loopback port, in a subprocess."""
+    """`skitter serve [DIR] [args]` on a free loopback port, in a subprocess."""
 
-    def __init__(self, directory: Path, *args: str) -> None:
+    def __init__(self, directory: Path | None, *args: str) -> None:
         import socket
         import subprocess
         import sys
 
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen([sys.executable, "-m", "skitter", "serve", str(directory), "--port",
+        where = [] if directory is None else [str(directory)]   # None: serve --redis URL alone
+        self.proc = subprocess.Popen([sys.executable, "-m", "skitter", "serve", *where, "--port",
                                       str(self.port), *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 20

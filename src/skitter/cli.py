@@ -211,14 +211,16 @@ def recrawl(directory: str, rate: float | None, duration: str | None, collection
 
 
 @cli.command()
-@click.argument("directory", type=click.Path())
+@click.argument("directories", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "warc"]), default="jsonl", show_default=True)
 @click.option("-o", "--output", "output", type=click.Path(), default=None, help="file to write (default stdout)")
-def export(directory: str, fmt: str, output: str | None) -> None:
-    """Export the crawl records (JSONL, CSV) or its HTTP responses (one WARC file)."""
+def export(directories: tuple[str, ...], fmt: str, output: str | None) -> None:
+    """Export the crawl records (JSONL, CSV) or its HTTP responses (one WARC file). Several
+    directories (a distributed crawl's workers') are exported as one: each URL once, the latest
+    fetch winning, as skitter merge does."""
     from .store.export import export as do_export
 
-    n = do_export(Path(directory), fmt, Path(output) if output else None)
+    n = do_export([Path(d) for d in directories], fmt, Path(output) if output else None)
     if output:
         click.echo(f"{n} records written to {output}", err=True)
 

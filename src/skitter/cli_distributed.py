@@ -99,12 +99,18 @@ async def _work(directory: Path, redis_url: str, crawl_id: str, config: CrawlCon
         made: list[RedisFrontier] = []
 
         def make(store):
-            made.append(RedisFrontier(client, crawl_id, store.db, policy, hold=hold, **_timing()))
+            budget = 0 if config.recrawl else config.max_pages   # (a recrawl admits fetches itself)
+            made.append(RedisFrontier(client, crawl_id, store.db, policy, hold=hold, budget=budget, **_timing()))
             return made[0]
 
         crawler = build_crawler(directory, config, frontier=make)
         box.append(crawler)
+        record_cluster(crawler.store.db, redis_url, crawl_id)
         frontier = made[0]
+        from .strategies.importance import _Importance
+
+        if isinstance(crawler.scorer, _Importance):   # backlinks, pagerank (OPIC): the cluster's signals
+            frontier.share_importance(crawler.scorer)
         frontier.start()
         try:
             await crawler.run()
@@ -112,6 +118,29 @@ async def _work(directory: Path, redis_url: str, crawl_id: str, config: CrawlCon
             await frontier.aclose()
     finally:
         await client.aclose()
+
+
+def record_cluster(db, redis_url: str, crawl_id: str) -> None:   # noqa: ANN001 - a CrawlDB
+    """Write in the worker's directory which cluster it belongs to (for ``serve DIR``): the Redis
+    URL without its password (a crawl directory is no place for one), and the crawl id."""
+    from .distributed.redis_url import parse_redis_url
+
+    target = parse_redis_url(redis_url)
+    db.ensure_tx()
+    db.set_meta("cluster", {"redis": target.without_password, "crawl_id": crawl_id,
+                            "password": target.password is not None})
+    db.commit()
+
+
+def recorded_cluster(directory: Path) -> dict[str, Any] | None:
+    """What :func:`record_cluster` wrote in a worker's directory, or None (a local crawl)."""
+    from .store.db import CrawlDB
+
+    db = CrawlDB(directory, readonly=True)
+    try:
+        return db.get_meta("cluster")
+    finally:
+        db.conn.close()
 
 
 def _timing() -> dict[str, float]:
@@ -162,13 +191,35 @@ async def cluster_stats(redis_url: str, crawl_id: str) -> dict[str, Any]:
             workers.append(w)
         pending = int(await client.get(keys.pending) or 0)
         hosts = await client.scard(keys.hosts)
+        budget = int(config.get("max_pages") or 0)
+        used = int(await client.get(keys.budget) or 0) if budget else None
         return {"crawl_id": crawl_id, "pending": pending, "finished": pending == 0, "hosts": hosts,
+                "max_pages": budget or None, "max_pages_used": used,
+                "budget_spent": bool(budget) and used is not None and used >= budget,
                 "workers_alive": sum(w["alive"] for w in workers), "workers": workers,
                 "fetched": sum(w["fetched"] for w in workers),
                 "pages_per_s": round(sum(w["pages_per_s"] for w in workers if w["alive"]), 1),
                 "seeds": config.get("seeds", [])}
     finally:
         await client.aclose()
+
+
+def cluster_state(s: dict[str, Any]) -> str:
+    return "finished" if s["finished"] else "--max-pages spent" if s["budget_spent"] else "running"
+
+
+def cluster_lines(s: dict[str, Any]) -> list[str]:
+    """:func:`cluster_stats` as text: the cluster's line, then a line per worker (``stats --redis``;
+    the web UI's crawl page shows the first and a table of the workers)."""
+    lines = [f"crawl {s['crawl_id']}: {cluster_state(s)}, {s['pending']:,} URLs "
+             f"queued or in flight, {s['hosts']:,} hosts, {s['fetched']:,} fetched, "
+             f"{s['workers_alive']} workers alive, {s['pages_per_s']} pages/s"
+             + (f", {s['max_pages_used']:,} of --max-pages {s['max_pages']:,} counted" if s["max_pages"] else "")]
+    for w in s["workers"]:
+        lines.append(f"  {w['worker']}: {'alive' if w['alive'] else 'gone'}, {w['hosts']} hosts, "
+                     f"{w['fetched']:,} fetched, {w['queued']:,} queued, {w['in_flight']} in flight, "
+                     f"{w['pages_per_s']} pages/s")
+    return lines
 
 
 def print_cluster_stats(redis_url: str, crawl_id: str, as_json: bool) -> None:
@@ -178,10 +229,5 @@ def print_cluster_stats(redis_url: str, crawl_id: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(s, indent=2))
         return
-    click.echo(f"crawl {s['crawl_id']}: {'finished' if s['finished'] else 'running'}, {s['pending']:,} URLs "
-               f"queued or in flight, {s['hosts']:,} hosts, {s['fetched']:,} fetched, "
-               f"{s['workers_alive']} workers alive, {s['pages_per_s']} pages/s")
-    for w in s["workers"]:
-        click.echo(f"  {w['worker']}: {'alive' if w['alive'] else 'gone'}, {w['hosts']} hosts, "
-                   f"{w['fetched']:,} fetched, {w['queued']:,} queued, {w['in_flight']} in flight, "
-                   f"{w['pages_per_s']} pages/s")
+    for line in cluster_lines(s):
+        click.echo(line)

@@ -39,7 +39,8 @@ class CrawlConfig:
     """Every crawl setting. Each field made with ``setting()`` is a CLI flag and a row of
     docs/settings.md; ``SETTINGS`` below is derived from these fields, so a default is typed once."""
 
-    max_pages: int = setting(0, "stop after this many fetched pages (0 = no limit)", at_least=0)
+    max_pages: int = setting(0, "stop after this many fetched pages (0 = no limit); with --redis, for the whole cluster",
+                             at_least=0)
     max_depth: int = setting(10, "links deeper than this many hops from a seed are not followed (seed 004)", at_least=0)
     strategy: str = setting("bfs", "crawl order: bfs (breadth-first), dfs (depth-first); focused on --topic: pdd, "
         "weight, cosine (naive best-first), shark (SharkSearch); by importance: backlinks, pagerank (OPIC) "

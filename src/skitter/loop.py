@@ -370,7 +370,8 @@ class Crawler:
                                relevance=relevance)
         if isinstance(self.scorer, PageObserver):   # importance strategies raise queued URLs
             changes = self.scorer.on_page(parent, page.links)
-            if changes and isinstance(self.frontier, Reprioritizing):
+            # (with no changes too: a distributed crawl shares what the page added, skitter.distributed)
+            if isinstance(self.frontier, Reprioritizing):
                 await self.frontier.reprioritize(changes)
         if not follow_links:
             return relevance, []
@@ -461,6 +462,8 @@ class Crawler:
             exhausted = self.frontier.queued == 0 and self.frontier.in_flight == 0 and not self.interrupted
             state = "finished" if exhausted else "stopped"
             if self.config.max_pages and self.store.fetched >= self.config.max_pages:
+                state = "stopped"
+            if getattr(self.frontier, "budget_spent", False):   # a distributed crawl's --max-pages
                 state = "stopped"
             self.store.finish(state, at=self.clock.time())
             self.state = state

@@ -14,12 +14,27 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .errors import CrawlDirError
 from .store.db import DB_NAME, CrawlDB
 
-__all__ = ["merge"]
+__all__ = ["merge", "winners"]
+
+
+def winners(sources: Iterable[Iterable[tuple[int, str | None, int | None]]]) -> dict[int, int]:
+    """The rule of ``merge`` (and of ``export DIR...``): for each URL fingerprint, the index of the
+    source whose fetch wins, from each source's ``(fp, fetched_at, fetch_order)`` rows. The
+    latest fetch wins; a URL decided without a request (no ``fetch_order``) loses to any fetch;
+    on a tie the first source."""
+    best: dict[int, tuple[tuple[bool, str], int]] = {}
+    for i, rows in enumerate(sources):
+        for fp, fetched_at, order in rows:
+            key = (order is not None, fetched_at or "")
+            if fp not in best or key > best[fp][0]:
+                best[fp] = (key, i)
+    return {fp: i for fp, (_, i) in best.items()}
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
@@ -43,22 +58,19 @@ def merge(sources: list[Path], out: Path) -> dict[str, int]:
         pcols = [c for c in _columns(conn, "pages") if c != "id"]
         lcols = _columns(conn, "links")
         ucols = [c for c in _columns(conn, "urls") if c != "id"]
-        # the winner of each URL: the latest fetch (a URL decided without a request loses to any fetch)
-        best: dict[int, tuple[tuple, int]] = {}
-        for i, src in enumerate(sources):
+        def rows(src: Path) -> Iterator[tuple[int, str | None, int | None]]:
             conn.execute("ATTACH DATABASE ? AS s", (f"file:{src / DB_NAME}?mode=ro",))
             try:
-                for fp, fetched_at, order in conn.execute("SELECT fp, fetched_at, fetch_order FROM s.fetches"):
-                    key = (order is not None, fetched_at or "")
-                    if fp not in best or key > best[fp][0]:
-                        best[fp] = (key, i)
+                yield from conn.execute("SELECT fp, fetched_at, fetch_order FROM s.fetches")
             finally:
                 conn.execute("DETACH DATABASE s")
+
+        best = winners(rows(src) for src in sources)   # the winner of each URL
         warc_dir = out / "warc"
         warc_dir.mkdir(exist_ok=True)
         conn.execute("CREATE TEMP TABLE win (fp INTEGER PRIMARY KEY)")
         for i, src in enumerate(sources):
-            mine = [fp for fp, (_, j) in best.items() if j == i]
+            mine = [fp for fp, j in best.items() if j == i]
             conn.execute("ATTACH DATABASE ? AS s", (f"file:{src / DB_NAME}?mode=ro",))
             conn.execute("BEGIN")
             try:

@@ -80,3 +80,9 @@ def test_demo_web_that_cannot_be_generated(tmp_path, pages, hosts):
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert res.stderr.strip().splitlines()[-1].startswith("python -m skitter.demo.server: error:")
+
+
+def test_serve_without_a_directory_or_redis_and_export_of_several(tmp_path):
+    assert "serve wants a crawl directory or --redis URL" in one_error_line(skitter("serve"))
+    line = one_error_line(skitter("export", str(tmp_path), str(tmp_path / "b"), "--format", "jsonl"))
+    assert "not a crawl directory" in line

@@ -8,14 +8,17 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from sites import Served
 
 from skitter.demo.server import DemoServer
 from skitter.demo.web import DemoConfig
@@ -39,9 +42,12 @@ def spawn(*args: str) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
-def start_cluster(seeds: list[str], url: str, crawl_id: str, tmp_path, workers: int) -> list[subprocess.Popen]:
-    """``crawl --redis`` into tmp_path/w0 and ``workers - 1`` workers into w1, w2, ...: the processes."""
-    procs = [spawn("crawl", *seeds, "-o", str(tmp_path / "w0"), "--redis", url, "--crawl-id", crawl_id, *COMMON)]
+def start_cluster(seeds: list[str], url: str, crawl_id: str, tmp_path, workers: int,
+                  *options: str) -> list[subprocess.Popen]:
+    """``crawl --redis`` (with ``options``) into tmp_path/w0 and ``workers - 1`` workers into w1, w2,
+    ...: the processes."""
+    procs = [spawn("crawl", *seeds, "-o", str(tmp_path / "w0"), "--redis", url, "--crawl-id", crawl_id, *COMMON,
+                   *options)]
     return procs + [spawn("worker", "--redis", url, "--crawl-id", crawl_id, "-o", str(tmp_path / f"w{i}"), "-q")
                     for i in range(1, workers)]
 
@@ -74,7 +80,8 @@ def portless(urls, web) -> set[str]:
 
 
 def requests(log: Path) -> list[dict]:
-    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    """The access log's entries (a last line the server is still writing is left out)."""
+    return [json.loads(line) for line in log.read_text().splitlines(keepends=True) if line.endswith("\n")]
 
 
 def check_politeness(entries: list[dict]) -> None:
@@ -140,9 +147,16 @@ def test_three_workers_crawl_what_a_local_crawl_does(redis_url, local_urls, tmp_
     assert sum(w["fetched"] for w in stats["workers"]) == len(entries)   # requests, robots.txt included
 
 
-def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path):
+def get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=20) as r:
+        return r.read().decode()
+
+
+def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path, request):
     _, expected = local_urls
     log = tmp_path / "access.jsonl"
+    ui = Served(None, "--redis", redis_url, "--crawl-id", "kill")   # the web UI of the cluster alone
+    request.addfinalizer(ui.stop)
     with DemoServer(WEB, latency_ms=2, access_log=log) as srv:
         web = srv.web
         procs = start_cluster(srv.web.seeds(), redis_url, "kill", tmp_path, 3)
@@ -151,6 +165,15 @@ def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path
             time.sleep(0.1)
         # the worker holding the most hosts (its name holds its pid)
         cluster = json.loads(skitter("stats", "--redis", redis_url, "--crawl-id", "kill", "--json").stdout)
+        # the crawl page shows the same cluster: the same workers, alive, holding hosts
+        page = json.loads(get(f"{ui.base}/crawl.json"))
+        assert page["crawl"] is None and page["cluster_error"] is None
+        shown = {w["worker"]: w for w in page["cluster"]["workers"]}
+        assert set(shown) == {w["worker"] for w in cluster["workers"]} and len(shown) == 3
+        assert all(w["alive"] for w in shown.values()) and sum(w["hosts"] for w in shown.values()) > 0
+        assert {"queued", "in_flight", "pages_per_s", "fetched"} <= set(next(iter(shown.values())))
+        html = get(f"{ui.base}/crawl")
+        assert all(name in html for name in shown) and 'id="cluster-workers"' in html
         busiest = max((w for w in cluster["workers"] if w["alive"]), key=lambda w: w["hosts"])
         assert busiest["hosts"] > 0
         pid = int(busiest["worker"].split("-")[-2])
@@ -197,9 +220,90 @@ def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path
     orders = sorted(r["fetch_order"] for r in records if r["fetch_order"] is not None)
     assert orders == list(range(1, len(orders) + 1))
     assert sum(1 for r in records if r["outlinks"]) > 0
+    # export of the workers' directories: the merged directory's records, without merging
+    workers = [str(tmp_path / f"w{i}") for i in range(3)]
+    several = skitter("export", *workers, "--format", "jsonl")
+    assert several.returncode == 0, several.stderr
+    assert several.stdout == out.stdout
+    latest: dict[str, str] = {}   # the URLs fetched twice: the later fetch wins
+    for w in workers:
+        for r in map(json.loads, skitter("export", w, "--format", "jsonl").stdout.splitlines()):
+            if r["fetch_order"] is not None:
+                latest[r["url"]] = max(latest.get(r["url"], ""), r["fetched_at"])
+    assert {r["url"]: r["fetched_at"] for r in records if r["fetch_order"] is not None} == latest
+    assert skitter("export", *workers, "--format", "csv").stdout == skitter("export", str(merged), "--format",
+                                                                              "csv").stdout
+    warcs = [skitter("export", *dirs, "--format", "warc", "-o", str(tmp_path / f"{name}.warc.gz")).stderr
+             for name, dirs in (("several", workers), ("merged", [str(merged)]))]
+    assert warcs[0].split()[0] == warcs[1].split()[0] != "0", warcs
     res = skitter("search", str(merged), "gardening", "--json")
     assert res.returncode == 0 and res.stdout.strip(), res.stderr
     check_politeness(entries)
+
+
+@pytest.fixture
+def tls_redis(redis_servers, tmp_path, monkeypatch):
+    """A redis-server on TLS only (rediss://, a throwaway CA the processes trust through
+    SSL_CERT_FILE) that wants a password."""
+    pytest.importorskip("trustme")
+    from redis_servers import TLSFiles
+
+    files = TLSFiles.throwaway(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(files.ca))   # the skitter processes inherit it
+    return redis_servers(tls=files, password="s3cret-" + os.urandom(4).hex())
+
+
+def test_max_pages_is_the_clusters_budget(tls_redis, tmp_path):
+    """--max-pages holds for the whole cluster: three workers together fetch at most that many
+    (a fetch is reserved in Redis before it starts), and hardly fewer. Over TLS, with a password."""
+    budget = 60
+    redis_url = tls_redis.url
+    assert redis_url.startswith("rediss://:s3cret-")
+    log = tmp_path / "access.jsonl"
+    with DemoServer(WEB, latency_ms=2, access_log=log) as srv:
+        # the workers first, waiting for the crawl, and a longer delay (the last --delay wins): 60
+        # pages at 0.05 s a host take the crawl's creator about a second, less than a worker takes
+        # to start and join on a busy machine
+        workers = [spawn("worker", "--redis", redis_url, "--crawl-id", "budget", "-o", str(tmp_path / f"w{i}"),
+                         "-q") for i in (1, 2)]
+        for w in workers:
+            assert select.select([w.stderr], [], [], 60)[0], "a worker did not start"
+            assert "waiting for crawl 'budget' to be created" in w.stderr.readline()
+        procs = [spawn("crawl", *srv.web.seeds(), "-o", str(tmp_path / "w0"), "--redis", redis_url,
+                       "--crawl-id", "budget", *COMMON, "--max-pages", str(budget), "--delay", "0.25"), *workers]
+        results = finish(procs)
+    assert [rc for rc, _ in results] == [0, 0, 0], [err[-2000:] for _, err in results]
+    per_worker = [fetched_urls(tmp_path / f"w{i}") for i in range(3)]
+    total = sum(map(len, per_worker))
+    print(f"fetched {[len(u) for u in per_worker]} = {total} of a budget of {budget}")
+    assert sum(1 for urls in per_worker if urls) >= 2, "the work was not shared"
+    assert budget - 3 <= total <= budget
+    pages = [e for e in requests(log) if e["path"] != "/robots.txt"]
+    assert len(pages) == total, "a request the directories do not show"
+    stats = json.loads(skitter("stats", "--redis", redis_url, "--crawl-id", "budget", "--json").stdout)
+    assert stats["max_pages"] == budget and stats["budget_spent"] and not stats["finished"]
+    assert stats["max_pages_used"] == total
+    for i in range(3):
+        assert json.loads(skitter("stats", str(tmp_path / f"w{i}"), "--json").stdout)["state"] == "stopped"
+    # the web UI on a worker's directory finds its cluster (recorded in the directory, without the
+    # password: it says where to give it) and, given the password, shows it
+    ui = Served(tmp_path / "w2")
+    try:
+        page = json.loads(get(f"{ui.base}/crawl.json"))
+    finally:
+        ui.stop()
+    assert "wants a password" in page["cluster_error"] and "--redis URL" in page["cluster_error"]
+    assert "s3cret" not in (tmp_path / "w2" / "crawl.db").read_bytes().decode("latin-1")
+    ui = Served(tmp_path / "w2", "--redis", redis_url, "--crawl-id", "budget")
+    try:
+        page = json.loads(get(f"{ui.base}/crawl.json"))
+    finally:
+        ui.stop()
+    assert page["cluster_error"] is None and page["crawl"]["state"] == "stopped"
+    assert page["cluster"]["max_pages_used"] == total and page["cluster"]["budget_spent"]
+    assert sorted(w["fetched"] for w in page["cluster"]["workers"]) == sorted(
+        w["fetched"] for w in stats["workers"])
+    assert not any(w["alive"] for w in page["cluster"]["workers"])
 
 
 @pytest.fixture
@@ -217,12 +321,13 @@ def own_cluster(tmp_path):
 
 def test_two_workers_on_a_redis_cluster(own_cluster, local_urls, tmp_path):
     """The same crawl on the three-node Redis Cluster: every key of a host in one slot (hash tags),
-    the seen set spread over the nodes."""
+    the seen set spread over the nodes; by in-link counts (backlinks), which are the cluster's: a
+    URL linked from pages of both workers has the sum of their links."""
     _, expected = local_urls
     redis_cluster = own_cluster
     with DemoServer(WEB, latency_ms=2) as srv:
         web = srv.web
-        procs = start_cluster(srv.web.seeds(), redis_cluster.url, "cluster", tmp_path, 2)
+        procs = start_cluster(srv.web.seeds(), redis_cluster.url, "cluster", tmp_path, 2, "--strategy", "backlinks")
         results = finish(procs)
     assert [rc for rc, _ in results] == [0, 0], [err[-2000:] for _, err in results]
     everything = [u for i in range(2) for u in fetched_urls(tmp_path / f"w{i}")]
@@ -233,6 +338,30 @@ def test_two_workers_on_a_redis_cluster(own_cluster, local_urls, tmp_path):
         with node.admin() as client:
             keys += client.keys("sk:*")
     assert len({k.split(b"}")[0] for k in keys if b":seen:" in k}) > 50   # the seen set's tag groups
+    # each worker's in-link counts, rebuilt from its directory as a resumed crawl does; Redis has their sum
+    from redis.cluster import RedisCluster
+
+    from skitter.config import CrawlConfig
+    from skitter.store.crawlstore import CrawlStore
+    from skitter.strategies.importance import BacklinkScorer
+    from skitter.urls import fingerprint, host_key
+
+    counts = []
+    for i in range(2):
+        scorer = BacklinkScorer()
+        store = CrawlStore.open(tmp_path / f"w{i}", CrawlConfig().to_dict(), software="test")
+        try:
+            assert scorer.restore([], store.replay_pages()) > 0
+        finally:
+            store.close()
+        counts.append(scorer.inlinks)
+    both = {u for u in counts[0] if u in counts[1]}
+    assert len(both) > 10, "no URL linked from pages of both workers"
+    port = redis_cluster.nodes[0].port
+    with RedisCluster(host="127.0.0.1", port=port) as client:
+        shared = {u: float(client.hget(f"sk:{{cluster/{host_key(u)}}}:imp", str(fingerprint(u))) or 0)
+                  for u in counts[0].keys() | counts[1].keys()}
+    assert shared == {u: counts[0].get(u, 0.0) + counts[1].get(u, 0.0) for u in shared}
 
 
 def test_unreachable_redis_is_one_line(tmp_path):
@@ -243,7 +372,8 @@ def test_unreachable_redis_is_one_line(tmp_path):
 
 def test_redis_restarted_mid_crawl(redis_servers, local_urls, tmp_path):
     """Redis (with its append-only file) restarted mid-crawl: the workers wait for it (redis-py's
-    own retries, then ours, which say so) and the crawl completes with every page."""
+    own retries, then ours), say so ("Redis unreachable (...); waiting for it", then "Redis is
+    back after N s") and the crawl completes with every page."""
     _, expected = local_urls
     server = redis_servers(appendonly=True)
     log = tmp_path / "access.jsonl"
@@ -261,3 +391,13 @@ def test_redis_restarted_mid_crawl(redis_servers, local_urls, tmp_path):
     assert [rc for rc, _ in results] == [0, 0], [err[-2000:] for _, err in results]
     everything = [u for i in range(2) for u in fetched_urls(tmp_path / f"w{i}")]
     assert portless(everything, web) >= expected
+    # each worker said it was waiting for Redis, once a stall (not a line per failed call), and then
+    # that it was back (and went on: every page above)
+    for _, err in results:
+        said = [("away" if line.startswith("skitter: Redis unreachable (")
+                 and line.endswith(("; waiting for it", "; retrying")) else "back")
+                for line in err.splitlines() if "Redis" in line]
+        assert said and said[0] == "away" and said[-1] == "back", err[-2000:]
+        assert all(a != b for a, b in zip(said, said[1:])) and said.count("away") <= 2, err[-2000:]
+        assert all(re.fullmatch(r"skitter: Redis is back after \d+ s", line) for line in err.splitlines()
+                   if "Redis" in line and "unreachable" not in line), err[-2000:]

@@ -5,10 +5,12 @@ contract is tests/contract/)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from redis.asyncio import Redis
 
 from skitter.distributed.frontier import RedisFrontier
@@ -90,5 +92,161 @@ def test_hand_off_fencing_and_termination(redis_server):
         finally:
             await a.close()
             await b.close()
+
+    asyncio.run(go())
+
+
+def test_importance_is_the_clusters_and_moves_with_its_host(redis_server):
+    """OPIC cash (and in-link counts alike) is summed in Redis over the workers: a URL of b's host
+    linked from a page of a and a page of b gets both shares; its priority is written to its record
+    in Redis, so the worker that leases the host next has it."""
+    from skitter.models import Link, Page
+    from skitter.strategies.base import ParentContext
+    from skitter.strategies.importance import OPICScorer
+    from skitter.urls import fingerprint
+
+    async def go():
+        a = Worker(redis_server.url, "wa", "t2", heartbeat=0.05, member_ttl=5.0, lease_ttl=5.0)
+        b = Worker(redis_server.url, "wb", "t2", heartbeat=0.05, member_ttl=5.0, lease_ttl=0.3)
+        c = None
+        try:
+            for w in (a, b, a):
+                await w.f._tick()
+            ring = Ring(["wa", "wb"])
+            host_b, = owned_by(ring, "wb")
+            host_a, = owned_by(ring, "wa")
+            scorers = {a: OPICScorer(), b: OPICScorer()}
+            for w, s in scorers.items():
+                w.f.share_importance(s)
+            target, other = f"http://{host_b}/t", f"http://{host_b}/u"
+            await b.f.add([Candidate(other, priority=0.0), Candidate(target, priority=0.0)])
+            assert host_b in b.f.local.held
+            # a page of each worker (cash 1 each) links to target; a's page also to another URL
+            for w, src, links in ((a, f"http://{host_a}/p", [target, f"http://{host_a}/q"]),
+                                  (b, f"http://{host_b}/p", [target])):
+                s = scorers[w]
+                s.seed_priority(src)
+                page = Page(links=[Link(u) for u in links])
+                parent = ParentContext(url=src, page=page, depth=0, priority=0.0, relevance=s.relevance(src, page))
+                await w.f.reprioritize(s.on_page(parent, page.links))
+            assert scorers[a].cash[target] == 0.5   # its own half: the total when it added it
+            assert scorers[b].cash[target] == 1.5   # a's half and b's whole
+            record = json.loads(await a.client.hget(a.f.keys.host(host_b, "q"), str(fingerprint(target))))
+            assert record[3] == 1.5
+            # b, the host's holder, hands out the target first (queued after the other URL, at 0)
+            got = await asyncio.wait_for(b.f.next_ready(), 5)
+            assert (got.url, got.priority) == (target, 1.5)
+            # b's lease lapses; the next holder loads the priority with the host's queue
+            await asyncio.sleep(0.4)
+            c = Worker(redis_server.url, "wc", "t2", lease_ttl=5.0)
+            await c.f._acquire([host_b])
+            got = await asyncio.wait_for(c.f.next_ready(), 5)
+            assert (got.url, got.priority) == (target, 1.5)
+        finally:
+            for w in (a, b, c):
+                if w is not None:
+                    await w.close()
+
+    asyncio.run(go())
+
+
+def test_a_host_that_moves_keeps_its_politeness_state(redis_server):
+    """Its next allowed time, robots.txt's Crawl-delay and its last response time (the adaptive
+    delay) go with the host to its next holder."""
+    async def go():
+        a = Worker(redis_server.url, "wa", "t3", lease_ttl=5.0)
+        b = None
+        try:
+            await a.f.add([Candidate("http://moving.test/1"), Candidate("http://moving.test/2")])
+            assert "moving.test" in a.f.local.held
+            clock = a.f.local.hosts["moving.test"].clock
+            clock.crawl_delay, clock.last_elapsed = 7.0, 0.25
+            clock.next_time = a.f.clock.monotonic() + 30.0
+            leaves_at = clock.next_time + a.f.local._epoch
+            a.f._lost("moving.test")
+            await a.f._release_leaving()
+            assert "moving.test" not in a.f.local.held
+            b = Worker(redis_server.url, "wb", "t3", lease_ttl=5.0)
+            await b.f._acquire(["moving.test"])
+            moved = b.f.local.hosts["moving.test"].clock
+            assert (moved.crawl_delay, moved.last_elapsed) == (7.0, 0.25)
+            assert abs(moved.next_time + b.f.local._epoch - leaves_at) < 0.01
+            assert b.f.queued == 2
+        finally:
+            for w in (a, b):
+                if w is not None:
+                    await w.close()
+
+    asyncio.run(go())
+
+
+class Killed(BaseException):
+    """The worker dies here (as kill -9 would: nothing after this point runs)."""
+
+
+@pytest.mark.parametrize("at", ["records", "seen", "end"])
+def test_a_worker_killed_while_admitting_on_a_cluster_loses_nothing(redis_cluster, at):
+    """On a Redis Cluster admission takes several round trips: killed between any two, the URLs it
+    was admitting are never left seen and not queued; the host's owner loads them."""
+    from skitter.distributed.redis_url import connect
+    from skitter.urls import fingerprint
+
+    crawl = f"kill-{at}"
+
+    async def go():
+        dirs, frontiers, clients = [], [], []
+        try:
+            for name in ("wa", "wb"):
+                d = Path(tempfile.mkdtemp(prefix="skitter-rf-"))
+                client = await connect(redis_cluster.url)
+                db = CrawlDB(d)
+                f = RedisFrontier(client, crawl, db, Politeness(delay=0.0), worker=name, immediate=True)
+                dirs.append((d, db))
+                clients.append(client)
+                frontiers.append(f)
+            a, b = frontiers
+            for f in (a, b, a):
+                await f._tick()
+            host_b, = owned_by(Ring(["wa", "wb"]), "wb")
+            urls = [f"http://{host_b}/{i}" for i in range(5)]
+
+            # the step at which it dies: before the pipeline that writes the records, before the
+            # one that adds to the seen set (and hands off), or just after that one ran
+            from skitter.distributed.frontier import _QUEUE_NX
+            from skitter.distributed.seen import _ADD
+
+            real = a._pipeline
+            script, after = {"records": (_QUEUE_NX, False), "seen": (_ADD, False), "end": (_ADD, True)}[at]
+
+            async def pipeline(calls, extra=()):
+                if any(c[0] is script for c in calls):
+                    if after:
+                        await real(calls, extra)
+                    raise Killed
+                return await real(calls, extra)
+            a._pipeline = pipeline
+            with pytest.raises(Killed):
+                await a.add([Candidate(u) for u in urls])
+            q = await clients[1].hgetall(b.keys.host(host_b, "q"))
+            seen = await b.seen.contains_many([fingerprint(u) for u in urls])
+            queued = [str(fingerprint(u)).encode() in q for u in urls]
+            assert all(qd or not s for qd, s in zip(queued, seen)), "a URL seen and not queued"
+            assert int(await clients[1].get(b.keys.pending) or 0) >= sum(queued)
+            # found again by b: only those not queued yet are new; b's scan loads the others
+            new = await b.add([Candidate(u) for u in urls])
+            assert sorted(c.url for c in new) == [u for u, qd in zip(urls, queued) if not qd]
+            await b._scan()
+            got = set()
+            for _ in urls:
+                cand = await asyncio.wait_for(b.next_ready(), 5)
+                got.add(cand.url)
+                await b.done(cand, Outcome(response_time=0.0))
+            assert got == set(urls)
+        finally:
+            for client in clients:
+                await client.aclose()
+            for d, db in dirs:
+                db.close()
+                shutil.rmtree(d, ignore_errors=True)
 
     asyncio.run(go())

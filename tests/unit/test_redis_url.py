@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import secrets
 import socket
-from pathlib import Path
 
 import pytest
 from redis.asyncio import Redis
@@ -138,22 +137,15 @@ def test_a_cluster_node_gives_a_cluster_client(redis_cluster):
 
 
 def test_tls(redis_servers, tmp_path, monkeypatch):
-    trustme = pytest.importorskip("trustme")
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1")
-    files = {"cert": tmp_path / "cert.pem", "key": tmp_path / "key.pem", "ca": tmp_path / "ca.pem"}
-    cert.cert_chain_pems[0].write_to_path(files["cert"])
-    for extra in cert.cert_chain_pems[1:]:
-        extra.write_to_path(files["cert"], append=True)
-    cert.private_key_pem.write_to_path(files["key"])
-    ca.cert_pem.write_to_path(files["ca"])
+    pytest.importorskip("trustme")
     from redis_servers import TLSFiles
 
-    server = redis_servers(tls=TLSFiles(**files), password=secrets.token_urlsafe(8))
+    files = TLSFiles.throwaway(tmp_path)
+    server = redis_servers(tls=files, password=secrets.token_urlsafe(8))
     assert server.url.startswith("rediss://")
     with pytest.raises(RedisError, match="certificate verify failed"):
         run(connect(server.url))               # a CA nobody trusts
-    monkeypatch.setenv("SSL_CERT_FILE", str(Path(files["ca"])))
+    monkeypatch.setenv("SSL_CERT_FILE", str(files.ca))
     assert run(roundtrip(server.url, "over-tls")) == b"v"
     with pytest.raises(RedisError, match="cannot connect"):
         run(connect(server.url.replace("rediss://", "redis://"), timeout=1))   # plain to a TLS port

@@ -15,7 +15,16 @@ What lives where (``P`` = ``sk``, ``C`` = the crawl id, ``H`` = a host key):
                               write of the holder (a URL done or due again) runs in a script that
                               checks the lease first, so a worker that lost the host (paused past
                               its lease) cannot change its queue. ``sk:{C/H}:pol`` is the host's
-                              politeness time (epoch seconds) as its last holder left it.
+                              politeness state as its last holder left it: its next allowed
+                              time (epoch seconds), robots.txt's Crawl-delay and the last
+                              response time (the adaptive delay), so a host that moves keeps them.
+- ``sk:{C/H}:imp``           with an importance strategy (backlinks, OPIC): fingerprint -> the
+                              URL's in-link count or cash, the whole cluster's. A worker adds what
+                              a page gives each URL it links to, one script call per host per page
+                              (pipelined), and the script also writes the new total as the
+                              priority of the URL's record in ``q`` if it is higher, so a host
+                              that moves keeps the order; the totals go to the host's owner in its
+                              inbox with the next heartbeat.
 - ``sk:{C}:members``          a sorted set, worker -> its last heartbeat (epoch seconds); the
                               live ones (a heartbeat within ``member_ttl``) form the ring
                               (:class:`~.ring.Ring`, consistent hashing with virtual nodes).
@@ -26,6 +35,11 @@ What lives where (``P`` = ``sk``, ``C`` = the crawl id, ``H`` = a host key):
 - ``sk:{C}:pending``          URLs admitted and not done, cluster-wide. It reaches 0 only when
                               nothing is queued or in flight anywhere, and then stays 0 (a URL is
                               admitted only while its parent is pending): global termination.
+- ``sk:{C}:budget``           with ``--max-pages``: fetches counted against the cluster's budget
+                              (those done plus those reserved and in flight). A worker reserves
+                              one (a script: only below the budget) before it hands a URL out, and
+                              gives it back when the URL turns out not to count (robots.txt, a
+                              retry, a URL robots.txt disallows).
 - ``sk:{C}:config``, ``sk:{C}:stats:W``   the crawl's settings; each worker's figures.
 
 The worker's own part is a :class:`~skitter.frontier.local.LocalFrontier` on the worker's crawl
@@ -82,6 +96,7 @@ class CrawlKeys:
         self.hosts = f"{g}:hosts"
         self.pending = f"{g}:pending"
         self.config = f"{g}:config"
+        self.budget = f"{g}:budget"
         self.seen_prefix = f"sk:{crawl_id}"
         self._g = g
 
@@ -180,6 +195,42 @@ local pending = redis.call('INCRBY', KEYS[nb + 1], new)
 return {table.concat(flags), pending}
 """)
 
+_QUEUE_NX = _Script.of("""
+-- KEYS: a host's queue; ARGV: (fingerprint, record) pairs. Each record written where the queue has
+-- none for that URL: '1' where written, '0' where another record is there.
+local flags = {}
+for i = 1, #ARGV, 2 do
+  flags[#flags + 1] = tostring(redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]))
+end
+return table.concat(flags)
+""")
+
+_IMPORTANCE = _Script.of("""
+-- KEYS: imp, q; ARGV: (fingerprint, amount) pairs. Adds each amount to the URL's total (its in-link
+-- count or cash) and raises the priority of its record, if queued, to the total. Returns the totals.
+local out = {}
+for i = 1, #ARGV, 2 do
+  local total = redis.call('HINCRBYFLOAT', KEYS[1], ARGV[i], ARGV[i + 1])
+  out[#out + 1] = total
+  local rec = redis.call('HGET', KEYS[2], ARGV[i])
+  if rec then
+    local r = cjson.decode(rec)
+    if tonumber(total) > r[4] then
+      r[4] = tonumber(total)
+      redis.call('HSET', KEYS[2], ARGV[i], cjson.encode(r))
+    end
+  end
+end
+return out
+""")
+
+_RESERVE = _Script.of("""
+-- KEYS: budget; ARGV: --max-pages. 1 (and one more fetch counted) if the count is below it, else 0.
+if tonumber(redis.call('GET', KEYS[1]) or '0') >= tonumber(ARGV[1]) then return 0 end
+redis.call('INCR', KEYS[1])
+return 1
+""")
+
 _ZERO_IF = _Script.of("""
 -- KEYS: pending; ARGV: the value seen. Set to 0 if unchanged (a count left too high by a crash).
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], 0) return 1 end
@@ -235,11 +286,15 @@ class RedisFrontier:
     ``immediate``: write each URL done to Redis at once instead of after the store's commit (for
     a frontier used without a store, as the contract tests do). ``hold``: this process created
     the crawl (:func:`create_crawl`) and lets go of its hold once the seeds are queued.
+    ``budget``: the crawl's ``--max-pages``, for the whole cluster (0: none): a URL is handed out
+    only after one fetch is reserved in ``sk:{C}:budget``, so the workers together never fetch
+    more than the budget.
     """
 
     def __init__(self, client, crawl_id: str, db: CrawlDB, policy: Politeness, *, worker: str | None = None,
                  clock: Clock = SYSTEM, window: int = 32, immediate: bool = False, hold: bool = False,
-                 heartbeat: float = 0.5, member_ttl: float = 3.0, lease_ttl: float = 5.0) -> None:
+                 heartbeat: float = 0.5, member_ttl: float = 3.0, lease_ttl: float = 5.0,
+                 budget: int = 0) -> None:
         self.client = client
         self.keys = CrawlKeys(crawl_id)
         self.worker = worker or worker_id()
@@ -271,7 +326,15 @@ class RedisFrontier:
         self.fetched = 0
         self.moved_in = self.moved_out = self.handed_off = self.fenced = 0
         self._redis_down_since: float | None = None
+        self._last_answer = time.monotonic()      # when the membership task last heard from Redis
+        self._watcher: asyncio.Task | None = None
         self._started = time.time()
+        self.budget = budget
+        self.budget_used = 0                      # the last value of sk:{C}:budget we read
+        self.budget_spent = False                 # a reservation failed: this worker is done
+        self._give_back = 0                       # reservations to give back (fetches that did not count)
+        self.importance: Any = None               # the importance scorer whose signals are shared
+        self._priorities_out: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)   # owner -> host -> url -> total
 
     # -- the Frontier interface -----------------------------------------------------------------
     async def add(self, candidates: Sequence[Candidate], *, decided: bool = False) -> list[Candidate]:
@@ -280,51 +343,118 @@ class RedisFrontier:
         fps = [fingerprint(c.url) for c in candidates]
         if not decided and not self.seen._cluster:
             return await self._add_atomic(candidates, fps)
+        if not decided:
+            return await self._add_cluster(candidates, fps)
+        # URLs robots.txt disallows: only seen (their records are written by the store)
         flags = await self._retrying(self.seen.add_many, fps, lost_reply_ok=False)
         new = [c for c, f in zip(candidates, flags) if f]
-        if decided or not new:
-            if decided and new:
-                self.local.admit(new, decided=True)
-            return new
-        by_host: dict[str, list[tuple[Candidate, int]]] = defaultdict(list)
-        for c, fp, f in zip(candidates, fps, flags):
-            if f:
-                by_host[host_key(c.url)].append((c, fp))
-        mine: list[Candidate] = []
-        acquire: list[str] = []
-        handoff: dict[str, dict[str, list]] = defaultdict(dict)
-        async with self.client.pipeline(transaction=False) as pipe:
-            for host, items in by_host.items():
-                mapping = {}
-                recs = []
-                for c, fp in items:
-                    self._seq += 1
-                    rec = _record(c, self._seq)
-                    mapping[str(fp)] = rec
-                    recs.append(rec)
-                pipe.hset(self.keys.host(host, "q"), mapping=mapping)
-                if host not in self.known_hosts:
-                    pipe.sadd(self.keys.hosts, host)
-                owner = self.ring.owner(host)
-                if owner == self.worker:
-                    if host in self.local.held and host not in self.local.leaving:
-                        mine.extend(c for c, _ in items)
-                    elif host not in self.local.held:
-                        acquire.append(host)
-                else:
-                    handoff[owner][host] = recs
-            for owner, hosts in handoff.items():
-                pipe.rpush(self.keys.inbox(owner), json.dumps(hosts, separators=(",", ":")))
-                self.handed_off += sum(len(r) for r in hosts.values())
-            pipe.incrby(self.keys.pending, len(new))
-            replies = await pipe.execute()
-        self.known_hosts.update(by_host)
-        self.pending = replies[-1]
+        if new:
+            self.local.admit(new, decided=True)
+        return new
+
+    async def _add_cluster(self, candidates: Sequence[Candidate], fps: list[int]) -> list[Candidate]:
+        """:meth:`add` on a Redis Cluster, where the seen set's buckets and a host's queue live in
+        different slots, so that no one script can test and queue: the records go in first and the
+        seen set after, so a worker killed in between leaves URLs queued (at worst fetched twice,
+        below), never seen and not queued. Three pipelines:
+
+        1. which URLs are not seen yet (read only), and all of them counted pending and their hosts
+           known, before any record of theirs is visible;
+        2. the records of those not seen, each only where its host's queue has none (a record
+           there is another worker's, who found the URL at the same moment, or one a killed worker
+           left): the URLs whose record this worker wrote are its new ones;
+        3. those into the seen set, the count set right (less the URLs not new), the hand-off.
+
+        A URL fetched and done between this worker's steps 1 and 2 is queued again (fetched twice);
+        a count left too high by a crash is set right when the cluster is idle."""
+        from .seen import _ADD, _CONTAINS
+
+        hosts = list(dict.fromkeys(h for h in map(host_key, (c.url for c in candidates))
+                                   if h not in self.known_hosts))
+        plan = self.seen._plan(fps)
+        extra: list[tuple] = [("INCRBY", self.keys.pending, len(candidates))]
+        if hosts:
+            extra.append(("SADD", self.keys.hosts, *hosts))
+        # (a lost reply retried counts twice: too high, set right when the cluster is idle)
+        flags, (self.pending, *_) = await self._retrying(
+            self._pipeline, [(_CONTAINS, c.keys, c.args) for c in plan], extra)
+        known = [False] * len(fps)
+        for call, fl in zip(plan, flags):
+            for pos, flag in zip(call.positions, fl):
+                known[pos] = flag == 49
+        self.known_hosts.update(hosts)
+        first: dict[int, int] = {}
+        for p, (fp, k) in enumerate(zip(fps, known)):
+            if not k:
+                first.setdefault(fp, p)
+        todo = list(first.values())
+        by_host: dict[str, list[int]] = defaultdict(list)
+        for p in todo:
+            by_host[host_key(candidates[p].url)].append(p)
+        recs: dict[int, str] = {}
+        calls = []
+        for host, ps in by_host.items():
+            args: list = []
+            for p in ps:
+                self._seq += 1
+                recs[p] = _record(candidates[p], self._seq)
+                args += [str(fps[p]), recs[p]]
+            calls.append((host, [self.keys.host(host, "q")], args))
+        # (not retried once sent: run twice, its second run would find its own records there)
+        replies = await self._retrying(self._scripts, _QUEUE_NX, calls, lost_reply_ok=False)
+        written = sorted(p for (host, _, _), fl in zip(calls, replies) for p, f in zip(by_host[host], fl)
+                         if f in (49, "1"))
+        mine, acquire, handoff = self._route([(candidates[p], recs[p]) for p in written])
+        extra = [("RPUSH", self.keys.inbox(owner), json.dumps(batch, separators=(",", ":")))
+                 for owner, batch in handoff.items()]
+        if len(written) < len(candidates):
+            extra.append(("DECRBY", self.keys.pending, len(candidates) - len(written)))
+        try:   # once: run twice, the count would go too low
+            _, replies = await self._pipeline(
+                [(_ADD, c.keys, c.args) for c in self.seen._plan([fps[p] for p in todo])], extra)
+            if len(written) < len(candidates):
+                self.pending = replies[-1]
+            self.handed_off += sum(len(r) for batch in handoff.values() for r in batch.values())
+        except (rex.ConnectionError, rex.TimeoutError, OSError):
+            # Nothing is lost: URLs not in the seen set are queued all the same (at worst found and
+            # fetched again), the count is too high (set right when idle), and owners load what the
+            # hand-off missed from the hosts' queues.
+            pass
         if mine:
             self.local.admit(mine)
         if acquire:
-            await self._acquire(acquire)
-        return new
+            await self._retrying(self._acquire, acquire)
+        return [candidates[p] for p in written]
+
+    def _route(self, new: list[tuple[Candidate, str]]) -> tuple[list[Candidate], list[str], dict[str, dict[str, list]]]:
+        """Where new URLs (with their records) are crawled: this worker's local frontier for the
+        hosts it holds, a lease to ask for those the ring gives it, the owners' inboxes for the
+        others (what an owner misses, it loads from the host's queue)."""
+        mine: list[Candidate] = []
+        acquire: list[str] = []
+        handoff: dict[str, dict[str, list]] = defaultdict(dict)
+        for c, rec in new:
+            host = host_key(c.url)
+            owner = self.ring.owner(host)
+            if owner == self.worker:
+                if host in self.local.held:
+                    if host not in self.local.leaving:
+                        mine.append(c)
+                elif host not in acquire:
+                    acquire.append(host)
+            else:
+                handoff[owner].setdefault(host, []).append(rec)
+        return mine, acquire, handoff
+
+    async def _place(self, new: list[tuple[Candidate, str]]) -> None:
+        """New URLs (with their records) to where they are crawled (:meth:`_route`)."""
+        mine, acquire, handoff = self._route(new)
+        if handoff:
+            await self._retrying(self._hand_off, handoff)
+        if mine:
+            self.local.admit(mine)
+        if acquire:
+            await self._retrying(self._acquire, acquire)
 
     async def _add_atomic(self, candidates: Sequence[Candidate], fps: list[int]) -> list[Candidate]:
         """:meth:`add` on a single Redis: the seen test and the records in one script, then the
@@ -357,31 +487,9 @@ class RedisFrontier:
         for p, flag in zip(order, flags):
             is_new[p] = flag == 49 or flag == "1"
         new = [c for c, f in zip(candidates, is_new) if f]
-        if not new:
-            return new
-        mine: list[Candidate] = []
-        acquire: list[str] = []
-        handoff: dict[str, dict[str, list]] = defaultdict(dict)
-        rec_of = dict(zip(order, records))
-        for p, c in enumerate(candidates):
-            if not is_new[p]:
-                continue
-            host = hosts[p]
-            owner = self.ring.owner(host)
-            if owner == self.worker:
-                if host in self.local.held:
-                    if host not in self.local.leaving:
-                        mine.append(c)
-                elif host not in acquire:
-                    acquire.append(host)
-            else:
-                handoff[owner].setdefault(host, []).append(rec_of[p])
-        if handoff:
-            await self._retrying(self._hand_off, handoff)
-        if mine:
-            self.local.admit(mine)
-        if acquire:
-            await self._retrying(self._acquire, acquire)
+        if new:
+            rec_of = dict(zip(order, records))
+            await self._place([(c, rec_of[p]) for p, c in enumerate(candidates) if is_new[p]])
         return new
 
     async def _hand_off(self, handoff: dict[str, dict[str, list]]) -> None:
@@ -399,10 +507,19 @@ class RedisFrontier:
         while not self._stopped:
             cand = local._pop_ready()
             if cand is not None:
+                if self.budget and not await self._retrying(self._reserve):
+                    # the cluster's budget is spent: the URL stays queued (in Redis too)
+                    local.finish(cand, Outcome(requested=False, due=self.clock.time()))
+                    self.budget_spent = True
+                    return None
                 return cand
             if self.pending == 0 and not local._leases and not self._buf:
                 local._wake.set()
                 return None   # nothing queued or in flight anywhere: the crawl is over
+            if self.budget and self.budget_used >= self.budget and not local._leases:
+                self.budget_spent = True
+                local._wake.set()
+                return None   # the cluster's --max-pages are all fetched or in flight elsewhere
             local._wake.clear()
             timeout = None
             if local._timers:
@@ -422,6 +539,15 @@ class RedisFrontier:
         if outcome.requested:
             self.fetched += 1
         local.finish(candidate, outcome)
+        if self.budget and not (outcome.requested and outcome.due is None):
+            # not a fetch that counts (--max-pages counts URLs requested and done): given back at
+            # once, so that a worker's last fetch tasks can take it again; while Redis is away,
+            # with the next flush
+            self._give_back += 1
+            try:
+                await self._give_back_budget()
+            except (rex.ConnectionError, rex.TimeoutError, OSError):
+                pass
         if outcome.due is None:
             self._buf.append((host, fp, ""))
         else:
@@ -429,6 +555,20 @@ class RedisFrontier:
             self._buf.append((host, fp, _record(candidate, self._seq, outcome.due)))
         if self.immediate:
             await self.flush()
+
+    async def _reserve(self) -> bool:
+        """One fetch reserved in the cluster's budget, if any is left."""
+        (ok,) = await self._scripts(_RESERVE, [("", [self.keys.budget], [self.budget])])
+        self.budget_used = self.budget_used + 1 if ok else max(self.budget_used, self.budget)
+        return bool(ok)
+
+    async def _give_back_budget(self) -> None:
+        n, self._give_back = self._give_back, 0
+        try:
+            self.budget_used = await self.client.decrby(self.keys.budget, n)
+        except BaseException:
+            self._give_back += n   # (a reply lost in a Redis blip gives back twice: n fetches more)
+            raise
 
     async def committed(self) -> None:
         """The store has committed every page done so far: make those URLs done in Redis too,
@@ -447,8 +587,57 @@ class RedisFrontier:
     def seen_recently(self, url: str) -> bool:
         return self.local.seen_recently(url)
 
+    def share_importance(self, scorer) -> None:   # noqa: ANN001 - an importance scorer
+        """Share the importance strategy's signals (in-link counts, OPIC cash) through Redis."""
+        scorer.shared = True
+        self.importance = scorer
+
     async def reprioritize(self, changes: Sequence[tuple[str, float]]) -> None:
-        await self.local.reprioritize(changes)
+        """Raise queued URLs' priorities: this worker's own estimate; or, with
+        :meth:`share_importance`, the cluster's, from what the page just added in Redis."""
+        if self.importance is None:
+            await self.local.reprioritize(changes)
+            return
+        scorer = self.importance
+        deltas = scorer.take_deltas()
+        if not deltas:
+            return
+        by_host: dict[str, list[str]] = defaultdict(list)
+        for url in deltas:
+            by_host[host_key(url)].append(url)
+        calls = [(h, [self.keys.host(h, "imp"), self.keys.host(h, "q")],
+                  [x for url in urls for x in (str(fingerprint(url)), repr(deltas[url]))])
+                 for h, urls in by_host.items()]
+        try:
+            replies = await self._scripts(_IMPORTANCE, calls)
+        except (rex.ConnectionError, rex.TimeoutError, OSError):
+            # Redis away: kept for the next page (a reply lost after the script ran counts twice)
+            for url, amount in deltas.items():
+                scorer.deltas[url] = scorer.deltas.get(url, 0.0) + amount
+            return
+        totals = {url: float(t) for (h, _, _), reply in zip(calls, replies) for url, t in zip(by_host[h], reply)}
+        scorer.absorb(totals)
+        mine = []
+        for url, total in totals.items():
+            if url in scorer.fetched:
+                continue
+            h = host_key(url)
+            if h in self.local.held:
+                mine.append((url, total))
+            else:
+                owner = self.ring.owner(h)
+                if owner != self.worker:   # its queue's record has it already; its scheduler too, soon
+                    self._priorities_out[owner].setdefault(h, {})[url] = total
+        await self.local.reprioritize(mine)
+
+    def _receive_priorities(self, batch: dict[str, dict[str, float]]) -> None:
+        """Totals another worker found for URLs of hosts we hold: the priorities raised here too."""
+        for host, totals in batch.items():
+            if self.importance is not None:
+                self.importance.absorb(totals)
+            if host in self.local.held:
+                for url, total in totals.items():
+                    self.local.raise_priority(url, total)
 
     @property
     def queued(self) -> int:
@@ -498,29 +687,43 @@ class RedisFrontier:
                 self.pending = await self.client.decrby(self.keys.pending, deleted)
                 if self.pending <= 0:
                     self.local._wake.set()
+        if self._give_back:
+            await self._give_back_budget()
         if release:
             await self._release_leaving()
 
     async def _scripts(self, script: _Script, calls: list[tuple[str, list[str], list]]) -> list:
-        if not calls:
-            return []
+        """One script called with each (label, keys, args), pipelined: the replies."""
+        return (await self._pipeline([(script, keys, args) for _, keys, args in calls]))[0]
 
-        async def run(todo):
+    async def _pipeline(self, calls: list[tuple[_Script, list[str], list]],
+                        extra: Sequence[tuple] = ()) -> tuple[list, list]:
+        """Script calls and then other commands (``extra``) in one pipeline: their replies. A
+        script the server does not have (NOSCRIPT: a new or restarted server, a cluster node that
+        never saw it) is loaded and the calls that missed it run again, alone."""
+        if not calls and not extra:
+            return [], []
+
+        async def run(todo, more):
             async with self.client.pipeline(transaction=False) as pipe:
-                for _, keys, args in todo:
+                for script, keys, args in todo:
                     pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+                for command in more:
+                    pipe.execute_command(*command)
                 return await pipe.execute(raise_on_error=False)
 
-        replies = await run(calls)
-        missing = [i for i, r in enumerate(replies) if isinstance(r, rex.NoScriptError)]
+        replies = await run(calls, extra)
+        scripted, rest = replies[:len(calls)], replies[len(calls):]
+        missing = [i for i, r in enumerate(scripted) if isinstance(r, rex.NoScriptError)]
         if missing:
-            await self.client.script_load(script.source)
-            for i, r in zip(missing, await run([calls[i] for i in missing])):
-                replies[i] = r
-        for r in replies:
+            for source in dict.fromkeys(calls[i][0].source for i in missing):
+                await self.client.script_load(source)
+            for i, r in zip(missing, await run([calls[i] for i in missing], ())):
+                scripted[i] = r
+        for r in scripted + rest:
             if isinstance(r, Exception):
                 raise r
-        return replies
+        return scripted, rest
 
     # -- hosts: acquire, lose, release ------------------------------------------------------------
     async def _acquire(self, hosts: Sequence[str]) -> None:
@@ -544,9 +747,15 @@ class RedisFrontier:
             token, flat, pol = reply
             self.tokens[host] = f"{self.worker}:{int(token)}"
             _debug(f"acquired {host} token {int(token)} with {len(flat) // 2} URLs")
-            self._load(host, flat, float(pol) if pol else None)
+            self._load(host, flat, pol or None)
 
-    def _load(self, host: str, flat: list, pol: float | None) -> None:
+    def _pol(self, host: str) -> str:
+        """The host's politeness state for ``sk:{C/H}:pol``: next allowed time (epoch seconds),
+        Crawl-delay, last response time."""
+        c = self.local.hosts[host].clock
+        return f"{c.next_time + self.local._epoch!r} {c.crawl_delay!r} {c.last_elapsed!r}"
+
+    def _load(self, host: str, flat: list, pol: bytes | str | None) -> None:
         """A host just leased: its queue from Redis into the local frontier (replacing any row of
         an earlier lease: what Redis still holds is not done)."""
         local = self.local
@@ -554,7 +763,14 @@ class RedisFrontier:
         local.leaving.discard(host)
         h = local._host(host)
         if pol is not None:
-            h.clock.next_time = max(h.clock.next_time, pol - local._epoch)
+            # (an older worker wrote the time alone)
+            raw = pol.decode() if isinstance(pol, bytes) else pol
+            t, crawl_delay, elapsed, *_ = [float(x) for x in raw.split()] + [0.0, 0.0]
+            h.clock.next_time = max(h.clock.next_time, t - local._epoch)
+            if not h.clock.crawl_delay:
+                h.clock.crawl_delay = crawl_delay
+            if not h.clock.last_elapsed:
+                h.clock.last_elapsed = elapsed
         decoded = sorted((_decode(flat[i + 1]) + (int(flat[i]),) for i in range(0, len(flat), 2)),
                          key=lambda r: r[1])
         rows = []
@@ -601,7 +817,7 @@ class RedisFrontier:
         if not done:
             return
         calls = [(k, [self.keys.host(k, "lease"), self.keys.host(k, "pol")],
-                  [self.tokens.get(k, ""), repr(local.hosts[k].clock.next_time + local._epoch)]) for k in done]
+                  [self.tokens.get(k, ""), self._pol(k)]) for k in done]
         await self._scripts(_RELEASE, calls)
         _debug(f"released {done}")
         for k in done:
@@ -630,7 +846,19 @@ class RedisFrontier:
         """Join the crawl: heartbeats, the ring over the live workers, the inbox, lease renewal."""
         if self._task is None:
             self._started = time.time()
+            self._last_answer = time.monotonic()
             self._task = asyncio.ensure_future(self._maintain())
+            self._watcher = asyncio.ensure_future(self._watch())
+
+    async def _watch(self) -> None:
+        """Say so when Redis has not answered the heartbeats for a member's time to live (while
+        redis-py's own retries, which back off for seconds, keep the membership task waiting)."""
+        while not self._stopped:
+            await asyncio.sleep(self.heartbeat)
+            silent = time.monotonic() - self._last_answer
+            if silent > self.member_ttl and self._redis_down_since is None:
+                self._redis_down_since = self._last_answer
+                _say(f"Redis unreachable (no answer for {silent:.0f} s); waiting for it")
 
     async def _maintain(self) -> None:
         renew_every = self.lease_ttl / 3
@@ -639,7 +867,7 @@ class RedisFrontier:
         while not self._stopped:
             try:
                 await self._tick()
-                now = time.monotonic()
+                now = self._last_answer = time.monotonic()
                 if now - last_renew >= renew_every:
                     await self._renew()
                     last_renew = now
@@ -650,9 +878,7 @@ class RedisFrontier:
                 if self.immediate:
                     await self._release_leaving()
                 if self._redis_down_since is not None:
-                    log.warning("Redis is back after %.0f s", time.monotonic() - self._redis_down_since)
-                    _say(f"Redis is back after {time.monotonic() - self._redis_down_since:.0f} s")
-                    self._redis_down_since = None
+                    self._back()
             except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
                 if self._redis_down_since is None:
                     self._redis_down_since = time.monotonic()
@@ -663,6 +889,15 @@ class RedisFrontier:
                     raise
             await asyncio.sleep(self.heartbeat)
 
+    def _back(self) -> None:
+        """Redis answers again (the membership task's call or another): say so once. The watch
+        (:meth:`_watch`) counts the silence from here again."""
+        if self._redis_down_since is None:
+            return
+        _say(f"Redis is back after {time.monotonic() - self._redis_down_since:.0f} s")
+        self._redis_down_since = None
+        self._last_answer = time.monotonic()
+
     async def _tick(self) -> None:
         now = time.time()
         async with self.client.pipeline(transaction=False) as pipe:
@@ -672,7 +907,18 @@ class RedisFrontier:
             pipe.get(self.keys.pending)
             pipe.hset(self.keys.stats(self.worker), mapping=self._figures(now))
             pipe.expire(self.keys.stats(self.worker), 3600)
-            _, members, inbox, pending, _, _ = await pipe.execute()
+            pipe.get(self.keys.budget)
+            out, self._priorities_out = self._priorities_out, defaultdict(dict)
+            for owner, batch in out.items():
+                pipe.rpush(self.keys.inbox(owner), json.dumps(["priorities", batch], separators=(",", ":")))
+            try:
+                _, members, inbox, pending, _, _, used, *_ = await pipe.execute()
+            except BaseException:
+                for owner, batch in out.items():   # sent with the next heartbeat (twice is harmless)
+                    for host, totals in batch.items():
+                        self._priorities_out[owner].setdefault(host, {}).update(totals)
+                raise
+        self.budget_used = int(used or 0)
         members = sorted(m.decode() if isinstance(m, bytes) else m for m in members)
         if self.worker not in members:
             members = sorted([*members, self.worker])
@@ -685,8 +931,12 @@ class RedisFrontier:
                     self._lost(host)
             self.wanted = {h for h in self.wanted if self.ring.owner(h) == self.worker}
             self._rescan = True
-        for batch in inbox or ():
-            self._receive(json.loads(batch))
+        for raw in inbox or ():
+            batch = json.loads(raw)
+            if isinstance(batch, list):   # ["priorities", {host: {url: total}}]
+                self._receive_priorities(batch[1])
+            else:
+                self._receive(batch)
         self.pending = int(pending or 0)
         if self.pending == 0:
             self.local._wake.set()
@@ -718,7 +968,7 @@ class RedisFrontier:
         hosts = list(self.tokens)
         replies = await self._scripts(_RENEW, [
             (h, [self.keys.host(h, "lease"), self.keys.host(h, "pol")],
-             [self.tokens[h], ttl, repr(self.local.hosts[h].clock.next_time + self.local._epoch)]) for h in hosts])
+             [self.tokens[h], ttl, self._pol(h)]) for h in hosts])
         for h, ok in zip(hosts, replies):
             if not ok:
                 _debug(f"renewal failed on {h}")
@@ -781,8 +1031,11 @@ class RedisFrontier:
         self._stopped = True
         task, self._task = self._task, None
         if task is not None:
+            watcher, self._watcher = self._watcher, None
+            if watcher is not None:
+                watcher.cancel()
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await asyncio.gather(task, *([watcher] if watcher else []), return_exceptions=True)
         try:
             # The store is closed by now (and committed everything done): write those URLs, then
             # release every lease with nothing in flight (an abandoned URL's host waits for its
@@ -792,7 +1045,7 @@ class RedisFrontier:
             free = [k for k in self.tokens if not local.hosts[k].clock.active]
             await self._scripts(_RELEASE, [
                 (k, [self.keys.host(k, "lease"), self.keys.host(k, "pol")],
-                 [self.tokens[k], repr(local.hosts[k].clock.next_time + local._epoch)]) for k in free])
+                 [self.tokens[k], self._pol(k)]) for k in free])
             figures = self._figures(time.time())
             figures["hosts"] = 0
             await self.client.hset(self.keys.stats(self.worker), mapping=figures)
@@ -820,8 +1073,7 @@ class RedisFrontier:
                 wait = min(wait * 2, 5.0)
                 continue
             if self._redis_down_since is not None:
-                _say(f"Redis is back after {time.monotonic() - self._redis_down_since:.0f} s")
-                self._redis_down_since = None
+                self._back()
             return result
 
 

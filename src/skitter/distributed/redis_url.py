@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import redis.exceptions as rex
 from redis.asyncio import Redis
@@ -54,6 +54,13 @@ class RedisTarget:
             f"{self.username}@" if self.username else "")
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{'rediss' if self.tls else 'redis'}://{auth}{host}:{self.port}/{self.db}"
+
+    @property
+    def without_password(self) -> str:
+        """The URL with no password in it (what a worker's crawl directory records)."""
+        user = f"{quote(self.username, safe='')}@" if self.username else ""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'rediss' if self.tls else 'redis'}://{user}{host}:{self.port}/{self.db}"
 
     def client_options(self, timeout: float) -> dict[str, Any]:
         """Keyword arguments for ``redis.asyncio.Redis`` and ``RedisCluster`` (less ``db``)."""

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import csv
+import heapq
 import json
+import sqlite3
 import sys
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
-from collections.abc import Iterator
 
 from .db import EXPORT_FIELDS, EXTRA_FIELDS, CrawlDB
 from .forms import has_form_tables
@@ -24,6 +26,12 @@ _DAY = 86400.0
 
 def iter_records(db: CrawlDB) -> Iterator[dict]:
     """Every URL the crawler tried, in fetch order (URLs decided without a request last)."""
+    for _, rec in _rows(db):
+        yield rec
+
+
+def _rows(db: CrawlDB, *, by_time: bool = False) -> Iterator[tuple[sqlite3.Row, dict]]:
+    """(the row, its export record) in fetch order, or ``by_time``: by the time fetched."""
     from .crawlstore import iso
     from .recrawlstore import has_tables
 
@@ -38,8 +46,10 @@ def iter_records(db: CrawlDB) -> Iterator[dict]:
         join += " LEFT JOIN recrawl_pages r ON r.fp = f.fp"
     else:
         recrawl = ", NULL AS rfp"
-    sql = f"SELECT {cols}, {via}{recrawl} FROM fetches f{join}"
-    for row in db.query(sql + " ORDER BY f.fetch_order IS NULL, f.fetch_order, f.fp"):
+    sql = f"SELECT {cols}, {via}{recrawl}, f.fp AS fp_, f.warc_file AS warc_file_, f.warc_offset AS warc_offset_," \
+          f" f.warc_length AS warc_length_ FROM fetches f{join}"
+    order = "iif(f.fetch_order IS NULL, NULL, f.fetched_at), f.fetch_order" if by_time else "f.fetch_order"
+    for row in db.query(sql + f" ORDER BY f.fetch_order IS NULL, {order}, f.fp"):
         rec = {k: row[k] for k in EXPORT_FIELDS + EXTRA_FIELDS + JOINED_FIELDS}
         rec["noindex"] = bool(rec["noindex"])
         rec["nofollow"] = bool(rec["nofollow"])
@@ -51,32 +61,64 @@ def iter_records(db: CrawlDB) -> Iterator[dict]:
                        in_collection=bool(row["in_collection"]))
             for k in ("change_rate", "change_rate_low", "change_rate_high"):   # per day
                 rec[k] = None if row[k] is None else row[k] * _DAY
-        yield rec
+        yield row, rec
 
 
-def export(directory: Path, fmt: str, out: Path | None) -> int:
-    db = CrawlDB(directory, readonly=True)
+def _merged(dbs: list[CrawlDB]) -> Iterator[tuple[int, sqlite3.Row, dict]]:
+    """The records of several crawl directories (a distributed crawl's workers'): each URL once,
+    chosen by ``skitter merge``'s rule (:func:`skitter.merge.winners`: the latest fetch wins), in
+    the order fetched, ``fetch_order`` numbered anew as ``merge`` does. (index of the directory,
+    row, record)"""
+    from ..merge import winners
+
+    best = winners(db.conn.execute("SELECT fp, fetched_at, fetch_order FROM fetches") for db in dbs)
+
+    def stream(i: int) -> Iterator[tuple[tuple, int, sqlite3.Row, dict]]:
+        for row, rec in _rows(dbs[i], by_time=True):
+            if best.get(row["fp_"]) == i:
+                order = rec["fetch_order"]
+                # fetched by time (a tie by directory), then those decided without a request by fp
+                yield ((False, rec["fetched_at"] or "", order, i) if order is not None
+                       else (True, "", 0, row["fp_"])), i, row, rec
+
+    n = 0
+    for _, i, row, rec in heapq.merge(*(stream(i) for i in range(len(dbs))), key=lambda t: t[0]):
+        if rec["fetch_order"] is not None:
+            n += 1
+            rec["fetch_order"] = n
+        yield i, row, rec
+
+
+def export(directories: Path | Sequence[Path], fmt: str, out: Path | None) -> int:
+    """Write the export of one crawl directory, or of several as one (each URL once, as ``skitter
+    merge`` would merge them); returns the number of records written."""
+    dirs = [directories] if isinstance(directories, Path) else list(directories)
+    dbs: list[CrawlDB] = []
     try:
+        for d in dirs:
+            dbs.append(CrawlDB(d, readonly=True))
+        records: Iterable[tuple[int, sqlite3.Row, dict]] = (
+            ((0, row, rec) for row, rec in _rows(dbs[0])) if len(dbs) == 1 else _merged(dbs))
         if fmt == "warc":
             from .warc import export_warc
 
             if out is None:
                 raise SystemExit("skitter: error: --format warc needs -o FILE")
-            rows = list(db.query("SELECT warc_file, warc_offset, warc_length FROM fetches"
-                                 " WHERE warc_file IS NOT NULL ORDER BY fetch_order"))
-            export_warc([(str(directory / "warc" / r[0]), r[1], r[2]) for r in rows], out)
-            return len(rows)
+            pairs = [(str(dirs[i] / "warc" / row["warc_file_"]), row["warc_offset_"], row["warc_length_"])
+                     for i, row, _ in records if row["warc_file_"] is not None]
+            export_warc(pairs, out)
+            return len(pairs)
         stream: IO[str] = open(out, "w", encoding="utf-8", newline="") if out else sys.stdout
         n = 0
         try:
             if fmt == "jsonl":
-                for rec in iter_records(db):
+                for _, _, rec in records:
                     stream.write(json.dumps(rec, ensure_ascii=False) + "\n")
                     n += 1
             else:
                 w = csv.DictWriter(stream, fieldnames=list(FIELDS))
                 w.writeheader()
-                for rec in iter_records(db):
+                for _, _, rec in records:
                     w.writerow({k: ("" if v is None else v) for k, v in rec.items()})
                     n += 1
         finally:
@@ -84,4 +126,5 @@ def export(directory: Path, fmt: str, out: Path | None) -> int:
                 stream.close()
         return n
     finally:
-        db.conn.close()
+        for db in dbs:
+            db.conn.close()

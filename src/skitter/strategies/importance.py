@@ -20,6 +20,11 @@ Links marked nofollow (or on a nofollow page) and self-links count for nothing, 
 links to one URL count once. ``weighted`` (off by default; see docs/strategies.md) weighs each
 link by seed 004's attributes, ``visibility × position / distance``.
 
+In a distributed crawl (docs/distributed.md) the counts and cash are the cluster's: with
+``shared`` set, ``spread`` also records what it adds to each URL (``take_deltas``), the Redis
+frontier adds that to the URL's total in Redis and hands the totals back (``absorb``), so a URL
+linked from pages that several workers fetched gets the sum of their links.
+
 The state (counts, cash) is in memory, about 150 bytes per URL discovered. On a resume the
 composition root (skitter.api) calls ``restore(seeds, pages)`` with what the crawl store replays:
 the seeds, then every parsed page's stored links in fetch order (exactly what the interrupted
@@ -50,6 +55,23 @@ class _Importance:
         self.weighted = weighted
         self.fetched: set[str] = set()
         self._counted: str | None = None   # the last page whose links were taken into account
+        self._hooked = False               # the loop calls on_page
+        self.shared = False                # a distributed crawl: what spread adds is also recorded
+        self.deltas: dict[str, float] = {}   # URL -> what spread added to it, not yet shared
+
+    def take_deltas(self) -> dict[str, float]:
+        """What ``spread`` added to each URL since the last call (with ``shared``)."""
+        deltas, self.deltas = self.deltas, {}
+        return deltas
+
+    def _added(self, url: str, amount: float) -> None:
+        if self.shared:
+            self.deltas[url] = self.deltas.get(url, 0.0) + amount
+
+    def absorb(self, totals: dict[str, float]) -> None:
+        """The cluster's totals of some URLs (each at least what this worker added): they replace
+        this worker's own."""
+        raise NotImplementedError
 
     @classmethod
     def from_config(cls, config) -> _Importance:
@@ -72,14 +94,21 @@ class _Importance:
         return out
 
     def on_page(self, parent: ParentContext, links: list[Link]) -> list[tuple[str, float]]:
+        self._hooked = True
+        return self._take_in(parent, links)
+
+    def _take_in(self, parent: ParentContext, links: list[Link]) -> list[tuple[str, float]]:
         if self._counted == parent.url:
             return []
         self._counted = parent.url
         return self.spread(parent, self.targets(parent, links))
 
     def score(self, link: Link, parent: ParentContext) -> float:
-        if self._counted != parent.url:   # the loop has no on_page hook: take the page in now
-            self.on_page(parent, parent.page.links)
+        # a loop without the on_page hook: the page is taken in now. (With the hook, never here:
+        # other pages may be taken in between a page's on_page and its links' scores, while the
+        # loop awaits the frontier, and the page would be counted twice.)
+        if not self._hooked and self._counted != parent.url:
+            self._take_in(parent, parent.page.links)
         return self.priority_of(link.url)
 
     def restore(self, seeds: Iterable[str],
@@ -140,9 +169,16 @@ class BacklinkScorer(_Importance):
         for url, w in targets.items():
             n = inlinks.get(url, 0.0) + w
             inlinks[url] = n
+            self._added(url, w)
             if url not in fetched:
                 updates.append((url, n))
         return updates
+
+    def absorb(self, totals: dict[str, float]) -> None:
+        inlinks = self.inlinks
+        for url, total in totals.items():
+            if total > inlinks.get(url, 0.0):
+                inlinks[url] = total
 
     def priority_of(self, url: str) -> float:
         return self.inlinks.get(url, 0.0)
@@ -184,8 +220,15 @@ class OPICScorer(_Importance):
                 continue
             c = cash_of.get(url, 0.0) + cash * w / total
             cash_of[url] = c
+            self._added(url, cash * w / total)
             updates.append((url, c))
         return updates
+
+    def absorb(self, totals: dict[str, float]) -> None:
+        cash_of, fetched = self.cash, self.fetched
+        for url, total in totals.items():
+            if url not in fetched and total > cash_of.get(url, 0.0):
+                cash_of[url] = total
 
     def priority_of(self, url: str) -> float:
         return self.cash.get(url, 0.0)

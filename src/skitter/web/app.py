@@ -2,7 +2,9 @@
 
 Pages: ``/`` (search box), ``/search?q=…&page=N`` (10 results a page), ``/advanced`` (a form
 that builds a query in skitter's query language and redirects to /search), ``/crawl`` (the
-crawl summary and four plots, refreshing every 5 s), ``/plot/{pages,status,hosts,queue}.png``.
+crawl summary and four plots, refreshing every 5 s; for a distributed crawl also its cluster:
+workers alive, hosts each holds, queued, in flight, pages/s), ``/crawl.json`` (the same figures),
+``/plot/{pages,status,hosts,queue}.png``.
 With ground-truth labels (``skitter serve DIR --labels FILE [--topic NAME]``, the labels of
 ``skitter eval-crawl``) the crawl page also shows the crawl's evaluation (skitter.eval): harvest
 rate, topic recall at budgets, the top-1% PageRank share and the average PageRank by crawl time, and
@@ -25,7 +27,7 @@ from urllib.parse import urlencode, urlsplit
 import jinja2
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
@@ -114,10 +116,15 @@ def make_env() -> jinja2.Environment:
     return env
 
 
-def create_app(directory: Path | str, labels=None, topic: str | None = None) -> Starlette:
+def create_app(directory: Path | str | None, labels=None, topic: str | None = None,
+               redis: tuple[str, str] | None = None) -> Starlette:
     """The application; ``labels`` (a :class:`~skitter.eval.crawl.Labels` or a labels file) adds
-    the crawl's evaluation to /crawl, on ``topic`` (default: guessed from the crawl's --topic)."""
-    directory = Path(directory)
+    the crawl's evaluation to /crawl, on ``topic`` (default: guessed from the crawl's --topic).
+
+    ``redis``: (URL, crawl id) of a distributed crawl, whose cluster the crawl page then shows (as
+    ``skitter stats --redis``); without it, a worker's directory names its cluster itself (the
+    Redis URL without its password). ``directory`` None: the cluster only, nothing to search."""
+    directory = None if directory is None else Path(directory)
     if labels is not None and not hasattr(labels, "topics"):
         from ..eval.files import load_labels
 
@@ -126,6 +133,8 @@ def create_app(directory: Path | str, labels=None, topic: str | None = None) -> 
     local = _Searchers()
 
     def searcher():
+        if directory is None:
+            raise SkitterError("no crawl directory is served (skitter serve DIR to search one)")
         if local.searcher is None:
             from ..search import Searcher
 
@@ -134,7 +143,7 @@ def create_app(directory: Path | str, labels=None, topic: str | None = None) -> 
 
     def page(request: Request, name: str, status: int = 200, **ctx) -> Response:
         ctx.setdefault("q", "")
-        ctx["crawl_name"] = directory.name
+        ctx["crawl_name"] = directory.name if directory is not None else f"crawl {redis[1] if redis else ''}"
         resp = templates.TemplateResponse(request, name, ctx, status_code=status)
         resp.headers["Content-Security-Policy"] = CSP
         resp.headers["X-Content-Type-Options"] = "nosniff"
@@ -174,14 +183,54 @@ def create_app(directory: Path | str, labels=None, topic: str | None = None) -> 
             return page(request, "advanced.html", f=params, error="fill in at least one field")
         return page(request, "advanced.html", f=params, error=None)
 
-    def crawl(request: Request) -> Response:
+    def cluster() -> tuple[dict | None, str | None]:
+        """The cluster of a distributed crawl (skitter stats --redis's figures), or why not; (None,
+        None) for a local crawl."""
+        import asyncio
+
+        from ..cli_distributed import cluster_stats, recorded_cluster
+
+        where = redis
+        hint = ""
+        if where is None and directory is not None:
+            try:
+                recorded = recorded_cluster(directory)
+            except (SkitterError, sqlite3.Error):
+                recorded = None
+            if recorded is None:
+                return None, None
+            where = (recorded["redis"], recorded["crawl_id"])
+            if recorded.get("password"):
+                hint = " (this directory does not keep the Redis password: serve it with --redis URL)"
+        assert where is not None
+        try:
+            # a handler runs in a thread of its own: a loop of its own for the Redis client
+            return asyncio.run(cluster_stats(*where)), None
+        except SkitterError as exc:
+            return None, f"the cluster: {exc}{hint}"
+
+    def summary() -> tuple[dict, str | None]:
         from ..stats import load_summary
 
+        if directory is None:
+            return {}, None
         try:
-            s = load_summary(directory)
-            error = None
+            return load_summary(directory), None
         except (SkitterError, sqlite3.Error) as exc:
-            s, error = {}, str(exc)
+            return {}, str(exc)
+
+    def crawl_json(request: Request) -> Response:
+        """What the crawl page shows, as JSON: the directory's summary, the cluster's figures."""
+        s, error = summary()
+        c, cluster_error = cluster()
+        return JSONResponse({"crawl": s or None, "error": error, "cluster": c, "cluster_error": cluster_error},
+                            headers={"Cache-Control": "no-store"})
+
+    def crawl(request: Request) -> Response:
+        from ..cli_distributed import cluster_lines
+
+        s, error = summary()
+        c, cluster_error = cluster()
         recrawl = s.pop("recrawl", None)
         rows = [(k, _fmt(v)) for k, v in s.items()]
         if recrawl:   # the incremental crawler's collection (docs/recrawl.md), a row each
@@ -194,8 +243,9 @@ def create_app(directory: Path | str, labels=None, topic: str | None = None) -> 
                 ev = eval_view(evaluation(), labels)
             except (SkitterError, sqlite3.Error) as exc:
                 error = f"cannot evaluate the crawl: {exc}"
-        return page(request, "crawl.html", rows=rows, error=error, refresh=REFRESH_SECONDS,
-                    plots=list(plots.PLOTS) + (list(plots.RECRAWL_PLOTS) if recrawl else []), ev=ev)
+        shown = [] if directory is None else list(plots.PLOTS) + (list(plots.RECRAWL_PLOTS) if recrawl else [])
+        return page(request, "crawl.html", rows=rows, error=error, refresh=REFRESH_SECONDS, plots=shown, ev=ev,
+                    cluster=c, cluster_line=cluster_lines(c)[0] if c else None, cluster_error=cluster_error)
 
     def evaluation():
         from ..eval.crawl import evaluate, guess_topic
@@ -208,7 +258,7 @@ def create_app(directory: Path | str, labels=None, topic: str | None = None) -> 
         name = request.path_params["name"]
         fn = plots.PLOTS.get(name) or plots.RECRAWL_PLOTS.get(name)
         ev_fn, needs_topic = EVAL_PLOTS.get(name, (None, False)) if labels is not None else (None, False)
-        if fn is None and ev_fn is None:
+        if (fn is None and ev_fn is None) or directory is None:
             return Response("no such plot", status_code=404, media_type="text/plain")
         try:
             if ev_fn is not None:
@@ -232,6 +282,7 @@ def create_app(directory: Path | str, labels=None, topic: str | None = None) -> 
         Route("/search", search),
         Route("/advanced", advanced),
         Route("/crawl", crawl),
+        Route("/crawl.json", crawl_json),
         Route("/plot/{name}.png", plot),
     ]
     return Starlette(routes=routes)
@@ -278,8 +329,8 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def serve(directory: Path | str, host: str = "127.0.0.1", port: int = 8000, labels=None,
-          topic: str | None = None) -> None:
+def serve(directory: Path | str | None, host: str = "127.0.0.1", port: int = 8000, labels=None,
+          topic: str | None = None, redis: tuple[str, str] | None = None) -> None:
     import uvicorn
 
-    uvicorn.run(create_app(directory, labels, topic), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(directory, labels, topic, redis), host=host, port=port, log_level="warning")
