@@ -5,7 +5,9 @@ noise that keeps its ETag, and the sitemap index robots.txt names."""
 from __future__ import annotations
 
 import http.client
+import json
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from skitter.demo.server import DemoServer
@@ -35,8 +37,9 @@ def etags_between(web: DemoWeb, url: str, t0: float, t1: float) -> set[str]:
     return {web.respond(f"http://{p.netloc}", p.path, now=t).header("ETag") for t in times}
 
 
-def test_changing_server_conditional_gets_and_changes() -> None:
-    with DemoServer(CFG, changing=True, change_speed=SPEED, min_interval=30) as srv:
+def test_changing_server_conditional_gets_and_changes(tmp_path: Path) -> None:
+    log = tmp_path / "changes.json"
+    with DemoServer(CFG, changing=True, change_speed=SPEED, min_interval=30, change_log=log) as srv:
         assert "--changing" in srv.command()
         web = srv.web
         assert web is not None and web.changes is not None
@@ -96,3 +99,12 @@ def test_changing_server_conditional_gets_and_changes() -> None:
         assert index.kind == "sitemapindex" and len(index.sitemaps) == 2
         child = parse_sitemap(fetch(index.sitemaps[0].loc)[2], index.sitemaps[0].loc)
         assert child.compressed and child.error is None and len(child.entries) >= web.hosts[1].N
+
+    # stopped, the server wrote the ground truth of its run (skitter eval-fresh --changes): the
+    # in-process web's, from its start to when it stopped, the fast page's change seen above in it
+    doc = json.loads(log.read_text())
+    assert doc["from"] == srv.start_epoch and t2 < doc["to"] <= time.time()
+    assert doc == json.loads(json.dumps(web.change_log_document(doc["from"], doc["to"])))
+    assert doc["rates"][fast] == web.change_rate(fast)
+    seen = sum(t0 < t <= t2 for t in doc["changes"][fast])
+    assert seen == web.version(fast, t2) - web.version(fast, t0) > 0

@@ -5,7 +5,7 @@
                                   [--changing [--change-speed X] [--static-share S]
                                    [--min-interval SECONDS] [--max-interval SECONDS]
                                    [--noise-share S] [--new-per-hour N] [--link-share S]
-                                   [--start-epoch T]]
+                                   [--start-epoch T] [--change-log FILE]]
                                   [--hidden [JSON]]
 
 One aiohttp server is bound on ``hosts`` consecutive loopback addresses, all on the same port (the
@@ -15,6 +15,9 @@ listening, it prints ONE JSON line ``{"port": P, "base_urls": [...]}`` to stdout
 ``--changing`` (the changing web, docs/recrawl.md) the line also has ``"start_epoch"``, the
 wall-clock time its pages' versions count from (``--start-epoch``, or the time it started), so
 that ``DemoWeb(config, base_urls, start_epoch=...)`` reproduces its ground truth in-process.
+``--change-log FILE``: when it stops (SIGTERM, SIGINT, EOF on stdin, its parent gone; not
+SIGKILL), the server writes the ground truth of its whole run there, the JSON ``skitter eval-fresh
+--changes`` reads (``DemoWeb.change_log_document(start_epoch, stop time)``).
 
 Access log (``--access-log``): one JSON line per request, written and flushed when the response
 has been written: ``{"t0", "t1", "host": "127.0.0.3:P", "method", "path", "status", "ua"}``
@@ -66,6 +69,8 @@ async def _serve(args: argparse.Namespace) -> None:
     ips = addresses(args.ip_base, args.hosts + (1 if args.hidden is not None else 0))
     latency = max(0.0, args.latency_ms) / 1000.0
 
+    state: dict[str, DemoWeb] = {}
+
     def setup(base_urls: list[str]):
         urls = list(base_urls)
         info: dict[str, object] = {}
@@ -76,7 +81,7 @@ async def _serve(args: argparse.Namespace) -> None:
             hidden = HiddenSite(args.hidden_config, hidden_url)
         if config.changing is not None:
             info["start_epoch"] = start_epoch
-        web = DemoWeb(config, urls, start_epoch=start_epoch)
+        web = state["web"] = DemoWeb(config, urls, start_epoch=start_epoch)
         flaky = _Flaky(args.flaky, args.flaky_share)
         index_of = {u: g for g, u in enumerate(urls)}
 
@@ -98,6 +103,17 @@ async def _serve(args: argparse.Namespace) -> None:
 
     await serve(ips, args.port, setup, access_log=args.access_log, parent_pid=args.parent_pid,
                 watch_stdin=args.watch_stdin)
+    if args.change_log is not None and config.changing is not None and "web" in state:
+        write_change_log(state["web"], args.change_log, start_epoch, time.time())
+
+
+def write_change_log(web: DemoWeb, path: Path | str, t0: float, t1: float) -> None:
+    """The changing web's ground truth of ``(t0, t1]`` as ``skitter eval-fresh --changes`` reads it,
+    written to ``path`` (atomically: a reader never sees half a file)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(web.change_log_document(t0, t1)), encoding="utf-8")
+    tmp.replace(path)
 
 
 class _Flaky:
@@ -185,6 +201,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="share of changes that also link another article")
     ch.add_argument("--start-epoch", type=float, default=None,
                     help="the clock's start (default: now)")
+    ch.add_argument("--change-log", type=Path, default=None,
+                    help="on exit, write the ground-truth change log of the run to this file (JSON, "
+                         "skitter eval-fresh --changes)")
     p.add_argument("--hidden", nargs="?", const="{}", default=None, metavar="JSON",
                    help="also serve the hidden site (hidden.py) on the next address; optional "
                         "HiddenConfig fields as a JSON object")
@@ -248,16 +267,18 @@ class DemoServer(ServerProcess):
                  changing: bool | ChangeConfig = False, change_speed: float | None = None,
                  static_share: float | None = None, min_interval: float | None = None,
                  max_interval: float | None = None, start_epoch: float | None = None,
-                 hidden: bool | HiddenConfig = False) -> None:
+                 change_log: Path | str | None = None, hidden: bool | HiddenConfig = False) -> None:
         """The changing web: ``config.changing``, or ``changing=True`` (the defaults) or a
         ``ChangeConfig``, with the server flags' overrides (``change_speed`` ...); ``start_epoch``
         pins its clock (default: the server's start). ``self.start_epoch`` is the one it used.
+        ``change_log``: the server writes its run's ground truth there when it stops.
         ``hidden``: also serve the hidden site (``HiddenConfig``) on the next address. ``flaky``:
         host indexes refusing first requests (see the module docstring)."""
         super().__init__(access_log=access_log, ip_base=ip_base, port=port, start_timeout=start_timeout)
         self.config = _with_changes(config, changing, speed=change_speed, static_share=static_share,
                                     min_interval=min_interval, max_interval=max_interval)
         self.start_epoch = start_epoch
+        self.change_log = change_log
         self.latency_ms = latency_ms
         self.flaky = tuple(flaky)
         self.flaky_share = flaky_share
@@ -285,6 +306,8 @@ class DemoServer(ServerProcess):
                     "--link-share", repr(ch.link_share)]
             if self.start_epoch is not None:
                 cmd += ["--start-epoch", repr(self.start_epoch)]
+            if self.change_log is not None:
+                cmd += ["--change-log", str(self.change_log)]
         if self.hidden_config is not None:
             cmd += ["--hidden", json.dumps(dataclasses.asdict(self.hidden_config))]
         return cmd
