@@ -1,0 +1,259 @@
+"""What a revisit does, one behaviour a test (issue #20, docs/recrawl.md "A visit"): the real crawl
+loop, store, recrawl part and search index in fake time, against a small scripted web whose pages
+change at known times (``Scripted``: ETag and If-None-Match, Last-Modified, robots.txt and a
+sitemap that can change with the clock)."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from email.utils import formatdate
+from pathlib import Path
+
+import pytest
+
+from skitter.api import build_crawler
+from skitter.config import CrawlConfig
+from skitter.models import FetchResult
+from skitter.testing import EPOCH, LoopClock, run_in_fake_time
+
+SITE = "http://news.example"
+WORDS = ("the quarterly report describes harbour traffic, river levels, timber prices and the weather of the"
+         " northern valleys in some detail, with tables and a short commentary for each district")
+
+
+@dataclass
+class Page:
+    """A page whose version is the number of its change times at or before now."""
+
+    words: Callable[[int], str] = lambda v: f"bulletin number {v}"
+    changes: tuple[float, ...] = ()          # epoch seconds
+    etag: bool = True
+    last_modified: str = "none"              # "true": its last change; "now": the request's time; "none"
+    links: tuple[str, ...] = ()
+    new_links: tuple[str, ...] = ()          # links from its first change on
+
+    def version(self, t: float) -> int:
+        return sum(1 for c in self.changes if c <= t)
+
+
+@dataclass
+class Scripted:
+    """A :class:`skitter.transport.Transport` serving ``pages`` (path -> Page) on one site, with
+    ``robots(t)`` and ``sitemap(t)`` bodies; ``log`` holds (path, epoch time, status)."""
+
+    pages: dict[str, Page]
+    clock: LoopClock
+    robots: Callable[[float], str] = lambda t: ""
+    sitemap: Callable[[float], str | None] = lambda t: None
+    log: list[tuple[str, float, int]] = field(default_factory=list)
+
+    async def get(self, url: str, *, headers: dict[str, str] | None = None) -> FetchResult:
+        now = self.clock.time()
+        path = url[len(SITE):] or "/"
+        h = {k.lower(): v for k, v in (headers or {}).items()}
+        out: list[tuple[str, str]] = [("Content-Type", "text/html; charset=utf-8")]
+        page = self.pages.get(path)
+        if path == "/robots.txt":
+            status, body, out = 200, self.robots(now).encode(), [("Content-Type", "text/plain")]
+        elif path == "/sitemap.xml" and self.sitemap(now) is not None:
+            status, body, out = 200, str(self.sitemap(now)).encode(), [("Content-Type", "application/xml")]
+        elif page is None:
+            status, body = 404, b"not found"
+        else:
+            v = page.version(now)
+            etag = f'"v{v}"'
+            if page.etag:
+                out.append(("ETag", etag))
+            if page.last_modified != "none":
+                last = max([c for c in page.changes if c <= now], default=EPOCH - 86400)
+                out.append(("Last-Modified", formatdate(last if page.last_modified == "true" else now, usegmt=True)))
+            if page.etag and h.get("if-none-match") == etag:
+                status, body = 304, b""
+            else:
+                linked = page.links + (page.new_links if v else ())
+                links = "".join(f'<li><a href="{link}">{link}</a></li>' for link in linked)
+                status = 200
+                body = (f"<!DOCTYPE html><html><head><title>{path}</title></head><body><h1>Bulletin {path}</h1>"
+                        f"<p>{WORDS} {page.words(v)}.</p><p>{WORDS}.</p><ul>{links}</ul></body></html>").encode()
+        self.log.append((path, now, status))
+        return FetchResult(url=url, status=status, reason="", headers=out, body=body, raw_body=body, started=now,
+                           elapsed=0.001, response_time=0.001, ip="127.0.0.1",
+                           request_headers=list((headers or {}).items()))
+
+    async def close(self) -> None:
+        pass
+
+
+def recrawl(out: Path, pages: dict[str, Page], hours: float, *, robots=None, sitemap=None, **settings) -> Scripted:
+    """Crawl SITE from / with revisiting on, ``hours`` of fake time."""
+    clock = LoopClock()
+    web = Scripted(pages, clock, **{k: v for k, v in (("robots", robots), ("sitemap", sitemap)) if v})
+    conf = dict(seeds=(SITE + "/",), delay=1.0, adaptive_delay=0.0, per_host=1, concurrency=2, analysis_processes=0,
+                index_interval=0, recrawl=True, rate=0.05, policy="uniform", importance="none")
+    config = CrawlConfig(**{**conf, **settings}).validate()
+
+    async def main() -> None:
+        crawler = build_crawler(out, config, transport=web, clock=clock, until=EPOCH + hours * 3600)
+        await crawler.run()
+
+    run_in_fake_time(main())
+    return web
+
+
+def rows(out: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    conn = sqlite3.connect(out / "crawl.db")
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def kinds(out: Path, path: str) -> list[str]:
+    return [k for (k,) in rows(out, "SELECT v.kind FROM recrawl_visits v JOIN recrawl_pages p ON p.fp = v.fp"
+                                    " WHERE p.url = ? ORDER BY v.at", (SITE + path,))]
+
+
+def found(out: Path, query: str) -> set[str]:
+    from skitter.index.live import finish_index
+    from skitter.search.engine import search
+
+    finish_index(out)
+    return {h.url for h in search(out, query).hits}
+
+
+def home(*paths: str) -> Page:
+    return Page(links=paths)
+
+
+def test_a_page_changed_on_revisit_is_reindexed(tmp_path: Path) -> None:
+    """(a) After the change, search finds the page by its new word and no longer by its old one."""
+    pages = {"/": home("/news.html", "/other.html"),
+             "/news.html": Page(words=lambda v: "zebrafish" if v == 0 else "quokka", changes=(EPOCH + 900,)),
+             "/other.html": Page()}
+    out = tmp_path / "crawl"
+    recrawl(out, pages, 0.75)
+    assert "changed" in kinds(out, "/news.html")
+    assert found(out, "quokka") == {SITE + "/news.html"}
+    assert found(out, "zebrafish") == set()
+
+
+def test_an_unchanged_page_is_not_parsed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """(b) A 304, or a body equal to the stored one (no ETag), costs no analysis: the page is
+    parsed once, at its first fetch, however often it is revisited."""
+    import skitter.loop
+
+    analysed: list[str] = []
+    real = skitter.loop.analyse
+
+    def counting(result, url, *args, **kwargs):
+        analysed.append(url)
+        return real(result, url, *args, **kwargs)
+
+    monkeypatch.setattr(skitter.loop, "analyse", counting)
+    pages = {"/": home("/etag.html", "/plain.html"), "/etag.html": Page(), "/plain.html": Page(etag=False)}
+    out = tmp_path / "crawl"
+    recrawl(out, pages, 0.5)
+    assert kinds(out, "/etag.html").count("304") >= 3
+    assert kinds(out, "/plain.html").count("same") >= 3
+    assert analysed.count(SITE + "/etag.html") == 1
+    assert analysed.count(SITE + "/plain.html") == 1
+
+
+def test_a_url_robots_txt_newly_disallows_leaves_the_collection_and_the_index(tmp_path: Path) -> None:
+    """(c) robots.txt is read again when it expires; the page it now disallows leaves the
+    collection and the search index, and is not requested again."""
+    when = EPOCH + 900
+
+    def robots(t: float) -> str:
+        return "User-agent: *\nDisallow: /secret/\n" if t >= when else "User-agent: *\nDisallow:\n"
+
+    pages = {"/": home("/secret/plans.html", "/open.html"),
+             "/secret/plans.html": Page(words=lambda v: "marzipan"), "/open.html": Page()}
+    out = tmp_path / "crawl"
+    web = recrawl(out, pages, 0.75, robots=robots, robots_expiry=300.0)
+    assert [t for p, t, _ in web.log if p == "/robots.txt" and t > when]   # read again after it expired
+    assert kinds(out, "/secret/plans.html")[-1] == "disallowed"
+    assert rows(out, "SELECT in_collection, state FROM recrawl_pages WHERE url = ?",
+                (SITE + "/secret/plans.html",)) == [(0, "disallowed")]
+    assert not [t for p, t, _ in web.log if p == "/secret/plans.html" and t > when + 300 + 60]
+    assert found(out, "marzipan") == set()
+    assert rows(out, "SELECT in_collection FROM recrawl_pages WHERE url = ?", (SITE + "/open.html",)) == [(1,)]
+
+
+def test_the_last_modified_estimator_is_used_where_the_header_is_trustworthy(tmp_path: Path) -> None:
+    """(d) A truthful Last-Modified makes the estimate the LM one (method ``…-lm``); one that is
+    always the request's time does not; and neither does a page without the header."""
+    every = tuple(EPOCH + 300 * k for k in range(1, 40))
+    pages = {"/": home("/true.html", "/now.html", "/none.html"),
+             "/true.html": Page(changes=every, last_modified="true"),
+             "/now.html": Page(changes=every, last_modified="now"),
+             "/none.html": Page(changes=every)}
+    out = tmp_path / "crawl"
+    recrawl(out, pages, 1.25, rate=0.04)
+    method = dict(rows(out, "SELECT url, method FROM recrawl_pages"))
+    assert kinds(out, "/true.html").count("changed") >= 3
+    assert method[SITE + "/true.html"].endswith("-lm")
+    assert not method[SITE + "/now.html"].endswith("-lm")
+    assert not method[SITE + "/none.html"].endswith("-lm")
+    lm_ok = dict(rows(out, "SELECT url, lm_ok FROM recrawl_pages"))
+    assert lm_ok[SITE + "/true.html"] == 1 and lm_ok[SITE + "/now.html"] == 0
+
+
+def test_sitemap_changefreq_is_the_prior_of_the_revisit_schedule(tmp_path: Path) -> None:
+    """(e) Pages only a sitemap names start with its changefreq as their prior: none of them ever
+    changes, but the ones it says change hourly get a higher estimated rate, so more of the
+    optimal policy's revisits, than the yearly ones, and a first revisit within the hour."""
+    hourly = [f"/h{i}.html" for i in range(4)]
+    yearly = [f"/y{i}.html" for i in range(4)]
+    entries = "".join(f"<url><loc>{SITE}{p}</loc><changefreq>{'hourly' if p in hourly else 'yearly'}</changefreq></url>"
+                      for p in hourly + yearly)
+    xml = f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>'
+    pages = {"/": home(), **{p: Page() for p in hourly + yearly}}
+    out = tmp_path / "crawl"
+    web = recrawl(out, pages, 1.5, sitemap=lambda t: xml, rate=0.01, policy="optimal")
+    got = {u[len(SITE):]: (rate, method) for u, rate, method in
+           rows(out, "SELECT url, rate, method FROM recrawl_pages WHERE kind = 'page'")}
+    assert all(got[p][1] == "eb-gamma" for p in hourly + yearly)   # a prior, not the flat one
+    assert min(got[p][0] for p in hourly) > 10 * max(got[p][0] for p in yearly)
+    revisits = {p: sum(1 for q, _, _ in web.log if q == p) - 1 for p in hourly + yearly}
+    assert min(revisits[p] for p in hourly) > 2 * max(revisits[p] for p in yearly), revisits
+    first_revisit = {p: min(t for q, t, s in web.log if q == p and s == 304) for p in hourly}
+    assert max(first_revisit.values()) < EPOCH + 3600, first_revisit
+
+
+def test_a_site_prior_shrinks_a_page_with_a_short_history(tmp_path: Path) -> None:
+    """(f) On a site whose pages change about every 10 minutes, the pooled site prior (fitted by the
+    planning pass) gives a page first seen late, with no history of its own, an estimate near the
+    site's rate with a narrower interval than the flat prior would, instead of an arbitrary one."""
+    import numpy as np
+
+    from skitter.recrawl.history import posterior
+    from skitter.recrawl.revisit import Recrawl
+
+    rng = np.random.default_rng(7)
+
+    def poisson(mean: float) -> tuple[float, ...]:
+        return tuple(EPOCH + np.cumsum(rng.exponential(mean, 200)))
+
+    many = [f"/p{i}.html" for i in range(10)]
+    late = "/late.html"
+    pages = {p: Page(changes=poisson(600.0)) for p in many}
+    pages[late] = Page(changes=poisson(600.0))
+    # the late page is linked only from the home page's version after 1.2 hours
+    pages["/"] = Page(changes=(EPOCH + 1.2 * 3600,), links=tuple(many), new_links=(late,))
+    out = tmp_path / "crawl"
+    recrawl(out, pages, 1.35, rate=0.05, policy="uniform")
+    conn = sqlite3.connect(out / "crawl.db")
+    conn.row_factory = sqlite3.Row
+    try:
+        row = dict(conn.execute("SELECT * FROM recrawl_pages WHERE url = ?", (SITE + late,)).fetchone())
+    finally:
+        conn.close()
+    assert row["visits"] <= 3 and row["method"].startswith("eb-gamma")
+    truth = 1 / 600.0
+    assert truth / 4 < row["rate"] < truth * 4
+    flat = posterior(Recrawl._stats(row), None)
+    assert math.log(row["rate_high"] / row["rate_low"]) < math.log(flat.high / flat.low)
