@@ -104,10 +104,11 @@ def run_fake_recrawl(directory: Path | str, web: Any, *, hours: float, rate: flo
     from ..testing import EPOCH, LoopClock, WebTransport, run_in_fake_time
 
     clock = LoopClock()
-    config = CrawlConfig(seeds=tuple(web.seeds()), delay=0.5, adaptive_delay=0.0, max_crawl_delay=1.0, per_host=1,
-                         concurrency=4, recrawl=True, rate=rate, policy=policy, importance=importance,
-                         collection=collection, analysis_processes=0, index_interval=0,
-                         **dict(settings or {})).validate()
+    values: dict[str, Any] = dict(delay=0.5, adaptive_delay=0.0, max_crawl_delay=1.0, per_host=1, concurrency=4,
+                                  analysis_processes=0, index_interval=0)
+    values.update(settings or {})   # (they may override the defaults above)
+    config = CrawlConfig(seeds=tuple(web.seeds()), recrawl=True, rate=rate, policy=policy, importance=importance,
+                         collection=collection, **values).validate()
     end = EPOCH + hours * 3600.0
     result: dict[str, Any] = {}
 

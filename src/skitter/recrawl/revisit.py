@@ -313,6 +313,12 @@ class Recrawl:
                     self._leave(page, "gone", now)
                 return None
             return self._first(cand, page, result, analysis, record, now)
+        current = self.db.page(fp)
+        if current is None or not current["in_collection"]:
+            # discarded by a planning pass while this revisit was in flight: it stays out (saving
+            # the page as the visit began would put it back, one page over --collection)
+            return None
+        visit.page = current   # (and the planning pass's weight, importance and due since it began)
         return await self._revisit(visit, result, analysis, decision, now)
 
     def _first(self, cand: Candidate, page: dict[str, Any] | None, result: FetchResult, analysis: Analysis,
