@@ -257,3 +257,37 @@ def test_a_site_prior_shrinks_a_page_with_a_short_history(tmp_path: Path) -> Non
     assert truth / 4 < row["rate"] < truth * 4
     flat = posterior(Recrawl._stats(row), None)
     assert math.log(row["rate_high"] / row["rate_low"]) < math.log(flat.high / flat.low)
+
+
+def test_stats_and_the_crawl_page_show_the_distribution_of_change_intervals(tmp_path: Path) -> None:
+    """``skitter stats`` buckets the pages revisited by estimated change interval (per page and per
+    site) and the web UI plots it: pages changing every 5 minutes with a truthful Last-Modified
+    (so the LM estimate) fall in 1-10m; pages that never changed are counted as such."""
+    from rich.console import Console
+
+    from skitter.stats import load_summary, render
+    from skitter.store.db import connect
+    from skitter.web import plots
+
+    every = tuple(EPOCH + 300 * k for k in range(1, 40))
+    fast = [f"/f{i}.html" for i in range(3)]
+    static = [f"/s{i}.html" for i in range(3)]
+    pages = {"/": home(*fast, *static), **{p: Page(changes=every, last_modified="true") for p in fast},
+             **{p: Page() for p in static}}
+    out = tmp_path / "crawl"
+    recrawl(out, pages, 0.75, rate=0.04)
+    r = load_summary(out)["recrawl"]
+    h = r["change_intervals"]
+    assert list(h) == ["<1m", "1-10m", "10m-1h", "1h-1d", ">1d", "never changed"]
+    assert h["1-10m"] == 3 and h["never changed"] == 4 and sum(h.values()) == r["estimated"] == 7
+    assert [s["intervals"] for s in r["sites"]] == [h]   # one site
+    assert 60 <= r["change_interval_deciles"]["p10"] <= r["change_interval_deciles"]["p90"] < 600
+    console = Console(width=200, record=True)
+    console.print(render(load_summary(out)))
+    text = console.export_text()
+    assert "interval histogram" in text and "1-10m: 3" in text and "never changed: 4" in text
+    conn = connect(out / "crawl.db", readonly=True)
+    try:
+        assert plots.change_intervals(conn)[:8] == b"\x89PNG\r\n\x1a\n"
+    finally:
+        conn.close()
