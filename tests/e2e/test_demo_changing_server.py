@@ -39,7 +39,8 @@ def etags_between(web: DemoWeb, url: str, t0: float, t1: float) -> set[str]:
 
 def test_changing_server_conditional_gets_and_changes(tmp_path: Path) -> None:
     log = tmp_path / "changes.json"
-    with DemoServer(CFG, changing=True, change_speed=SPEED, min_interval=30, change_log=log) as srv:
+    with DemoServer(CFG, changing=True, change_speed=SPEED, min_interval=30, change_log=log,
+                    ignore_conditional=(3,)) as srv:
         assert "--changing" in srv.command()
         web = srv.web
         assert web is not None and web.changes is not None
@@ -63,6 +64,14 @@ def test_changing_server_conditional_gets_and_changes(tmp_path: Path) -> None:
         assert h["etag"] == web.respond(static.rsplit("/a/", 1)[0], urlsplit(static).path).header("ETag")
         assert fetch(static, {"If-None-Match": h["etag"]})[0] == 304
         assert fetch(static, {"If-Modified-Since": h["last-modified"]})[0] == 304
+
+        # a host that ignores conditional requests (--ignore-conditional): the whole page again,
+        # the same bytes, never a 304
+        plain = next(u for u in web.pages() if u.startswith(srv.base_urls[3] + "/a/") and web.change_rate(u) == 0
+                     and not live.noisy(key(u)))
+        status, h, body = fetch(plain)
+        again = fetch(plain, {"If-None-Match": h["etag"], "If-Modified-Since": "Fri, 01 Jan 2100 00:00:00 GMT"})
+        assert status == 200 and again[0] == 200 and again[2] == body and again[1]["etag"] == h["etag"]
 
         # noise: other bytes every time, the same (weak) ETag, a 304 for it, the same main text
         a, b = fetch(noisy), fetch(noisy)

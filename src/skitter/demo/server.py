@@ -31,6 +31,10 @@ has been written: ``{"t0", "t1", "host": "127.0.0.3:P", "method", "path", "statu
 It exits on SIGTERM/SIGINT, when its parent process dies (--parent-pid, polled), and with
 ``--watch-stdin`` when stdin reaches EOF. Only 127.0.0.0/8 addresses are accepted.
 
+``--ignore-conditional 1,3`` makes those hosts answer conditional requests (If-None-Match,
+If-Modified-Since) as plain GETs, never 304, as many real servers do: an unchanged page comes back
+whole, with the same bytes (what a recrawl benchmark wants beside the 304s of the others).
+
 ``--flaky 2,3`` makes those hosts refuse the first request of a share of their paths (503 on even,
 429 on odd host indexes, Retry-After: 1): transient failures a polite crawler retries through.
 
@@ -83,6 +87,7 @@ async def _serve(args: argparse.Namespace) -> None:
             info["start_epoch"] = start_epoch
         web = state["web"] = DemoWeb(config, urls, start_epoch=start_epoch)
         flaky = _Flaky(args.flaky, args.flaky_share)
+        plain = set(args.ignore_conditional)
         index_of = {u: g for g, u in enumerate(urls)}
 
         async def respond(request: aioweb.BaseRequest, base: str) -> aioweb.StreamResponse:
@@ -93,9 +98,11 @@ async def _serve(args: argparse.Namespace) -> None:
                 return aioweb.Response(status=refusal, headers={"Retry-After": "1"}, text="try again later\n")
             else:
                 hdr = request.headers
+                conditional = index_of[base] not in plain
                 r = web.respond(base, path, accept_gzip=accepts_gzip(hdr.get("Accept-Encoding")),
-                                if_none_match=hdr.get("If-None-Match"),
-                                if_modified_since=hdr.get("If-Modified-Since"), now=time.time())
+                                if_none_match=hdr.get("If-None-Match") if conditional else None,
+                                if_modified_since=hdr.get("If-Modified-Since") if conditional else None,
+                                now=time.time())
             # (for HEAD, aiohttp sends the headers and Content-Length but no body)
             return aioweb.Response(status=r.status, body=r.body, headers=r.headers)
 
@@ -178,6 +185,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--flaky", type=lambda s: [int(x) for x in s.split(",") if x], default=[],
                    help="host indexes (e.g. 2,5) where a share of paths first answer 503/429 with Retry-After")
     p.add_argument("--flaky-share", type=float, default=0.1, help="share of a flaky host's paths refused once")
+    p.add_argument("--ignore-conditional", type=lambda s: [int(x) for x in s.split(",") if x], default=[],
+                   help="host indexes (e.g. 1,3) that answer conditional requests in full, never 304")
     p.add_argument("--access-log", type=Path, default=None)
     p.add_argument("--ip-base", default="127.0.0.2")
     p.add_argument("--port", type=int, default=0, help="0: pick a free port")
@@ -263,7 +272,7 @@ class DemoServer(ServerProcess):
     def __init__(self, config: DemoConfig = DemoConfig(), *, latency_ms: float = 0,
                  access_log: Path | str | None = None, ip_base: str = "127.0.0.2",
                  port: int = 0, start_timeout: float = 30.0, flaky: tuple[int, ...] = (),
-                 flaky_share: float = 0.1,
+                 flaky_share: float = 0.1, ignore_conditional: tuple[int, ...] = (),
                  changing: bool | ChangeConfig = False, change_speed: float | None = None,
                  static_share: float | None = None, min_interval: float | None = None,
                  max_interval: float | None = None, start_epoch: float | None = None,
@@ -273,7 +282,8 @@ class DemoServer(ServerProcess):
         pins its clock (default: the server's start). ``self.start_epoch`` is the one it used.
         ``change_log``: the server writes its run's ground truth there when it stops.
         ``hidden``: also serve the hidden site (``HiddenConfig``) on the next address. ``flaky``:
-        host indexes refusing first requests (see the module docstring)."""
+        host indexes refusing first requests, ``ignore_conditional`` hosts never answering 304 (see
+        the module docstring)."""
         super().__init__(access_log=access_log, ip_base=ip_base, port=port, start_timeout=start_timeout)
         self.config = _with_changes(config, changing, speed=change_speed, static_share=static_share,
                                     min_interval=min_interval, max_interval=max_interval)
@@ -282,6 +292,7 @@ class DemoServer(ServerProcess):
         self.latency_ms = latency_ms
         self.flaky = tuple(flaky)
         self.flaky_share = flaky_share
+        self.ignore_conditional = tuple(ignore_conditional)
         self.hidden_config = (HiddenConfig() if hidden is True
                               else hidden if isinstance(hidden, HiddenConfig) else None)
         self.hidden_url: str | None = None
@@ -298,6 +309,8 @@ class DemoServer(ServerProcess):
                "--latency-ms", repr(float(self.latency_ms)), *self.process_args()]
         if self.flaky:
             cmd += ["--flaky", ",".join(map(str, self.flaky)), "--flaky-share", repr(self.flaky_share)]
+        if self.ignore_conditional:
+            cmd += ["--ignore-conditional", ",".join(map(str, self.ignore_conditional))]
         ch = c.changing
         if ch is not None:
             cmd += ["--changing", "--change-speed", repr(ch.speed), "--static-share", repr(ch.static_share),
