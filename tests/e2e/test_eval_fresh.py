@@ -16,7 +16,7 @@ from skitter.testing import EPOCH
 from tests.sites import one_error_line, skitter
 
 CHANGE = ChangeConfig(speed=1.0, static_share=0.3, min_interval=60.0, max_interval=2 * 3600.0, new_per_hour=0.0)
-HOURS = 3.0
+HOURS = 2.0
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def test_eval_fresh_scores_the_recrawl_and_the_simulated_policies(recrawled, tmp
     assert table.returncode == 0, table.stderr
     assert "| recrawl (optimal, own estimates) |" in table.stdout
     assert "| age-optimal (true rates) |" in table.stdout
-    assert f"{(ev['end'] - ev['synced'] - 1800) / 3600:.2f} h scored" in table.stdout   # --warmup 30m
+    assert f"{(ev['end'] - ev['synced'] - 1800) / 60:.1f} min scored" in table.stdout   # --warmup 30m
     assert ev["start"] == ev["synced"]
     assert "not in the change log (never changed)" in table.stdout
 

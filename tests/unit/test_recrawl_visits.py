@@ -242,10 +242,10 @@ def test_a_site_prior_shrinks_a_page_with_a_short_history(tmp_path: Path) -> Non
     late = "/late.html"
     pages = {p: Page(changes=poisson(600.0)) for p in many}
     pages[late] = Page(changes=poisson(600.0))
-    # the late page is linked only from the home page's version after 1.2 hours
-    pages["/"] = Page(changes=(EPOCH + 1.2 * 3600,), links=tuple(many), new_links=(late,))
+    # the late page is linked only from the home page's version after 1.1 hours
+    pages["/"] = Page(changes=(EPOCH + 1.1 * 3600,), links=tuple(many), new_links=(late,))
     out = tmp_path / "crawl"
-    recrawl(out, pages, 1.35, rate=0.05, policy="uniform")
+    recrawl(out, pages, 1.25, rate=0.04, policy="uniform")
     conn = sqlite3.connect(out / "crawl.db")
     conn.row_factory = sqlite3.Row
     try:
@@ -275,7 +275,7 @@ def test_stats_and_the_crawl_page_show_the_distribution_of_change_intervals(tmp_
     pages = {"/": home(*fast, *static), **{p: Page(changes=every, last_modified="true") for p in fast},
              **{p: Page() for p in static}}
     out = tmp_path / "crawl"
-    recrawl(out, pages, 0.75, rate=0.04)
+    recrawl(out, pages, 0.5, rate=0.04)
     r = load_summary(out)["recrawl"]
     h = r["change_intervals"]
     assert list(h) == ["<1m", "1-10m", "10m-1h", "1h-1d", ">1d", "never changed"]
@@ -291,3 +291,4 @@ def test_stats_and_the_crawl_page_show_the_distribution_of_change_intervals(tmp_
         assert plots.change_intervals(conn)[:8] == b"\x89PNG\r\n\x1a\n"
     finally:
         conn.close()
+
