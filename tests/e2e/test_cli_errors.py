@@ -80,3 +80,9 @@ def test_demo_web_that_cannot_be_generated(tmp_path, pages, hosts):
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert res.stderr.strip().splitlines()[-1].startswith("python -m skitter.demo.server: error:")
+
+
+def test_demo_changing_with_a_bad_duration(tmp_path):
+    line = one_error_line(skitter("demo", "--changing", "--for", "soon", "-o", str(tmp_path / "d")))
+    assert line.startswith("skitter: error: --for wants")
+    assert not (tmp_path / "d").exists()

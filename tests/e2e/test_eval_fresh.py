@@ -13,7 +13,7 @@ from skitter.demo.changing import ChangeConfig
 from skitter.demo.web import DemoConfig, DemoWeb
 from skitter.recrawl.evaluate import run_fake_recrawl
 from skitter.testing import EPOCH
-from tests.sites import one_error_line, skitter
+from sites import one_error_line, skitter
 
 CHANGE = ChangeConfig(speed=1.0, static_share=0.3, min_interval=60.0, max_interval=2 * 3600.0, new_per_hour=0.0)
 HOURS = 2.0
