@@ -4,9 +4,11 @@ docs/recrawl.md).
 
 The scores are Cho's time-averaged freshness and age (:mod:`skitter.recrawl.freshness`), plain and
 weighted by the pages' stored importance (``recrawl_pages.weight``, mean 1; all 1 without
-``--importance``), over the window from the end of the discovery crawl (every page of the
-collection fetched once) plus ``warmup`` to the end of the recrawl or of the log, whichever is
-first. Beside the recrawl's own fetches: uniform, proportional, freshness-optimal and age-optimal
+``--importance``), over the window from the end of the discovery crawl plus ``warmup`` to the end
+of the recrawl or of the log, whichever is first. The discovery crawl ends when
+:data:`DISCOVERED` of the collection has had its first fetch; the pages first fetched later (new
+pages, a trap's endless pages found one by one) are left out of every figure: a page is scored
+only from a time its copy is held. Beside the recrawl's own fetches: uniform, proportional, freshness-optimal and age-optimal
 schedules computed with the true rates and the same weights, with as many fetches in the same span
 (:func:`skitter.recrawl.evaluate.score_recrawl`).
 
@@ -35,6 +37,9 @@ from typing import Any
 from ..errors import UsageError
 from ..urls import URLError, canonicalize
 
+#: The share of the collection whose first fetch ends the discovery crawl.
+DISCOVERED = 0.95
+
 #: The rows of the table, in order: the recrawl's own, then the simulations with true rates.
 ROWS = ("recrawl", "uniform (true rates)", "proportional (true rates)", "optimal (true rates)",
         "age-optimal (true rates)")
@@ -54,6 +59,7 @@ class FreshEval:
     importance: str                 # its --importance
     pages: int                      # pages of the collection scored
     unlisted: int                   # of them, not named by the log (never changed)
+    late: int                       # pages first fetched after the discovery crawl: not scored
     start: float                    # the window scored, epoch seconds
     end: float
     synced: float                   # the end of the discovery crawl
@@ -69,7 +75,7 @@ class FreshEval:
 
     def to_dict(self) -> dict[str, Any]:
         return {"policy": self.policy, "importance": self.importance, "pages": self.pages,
-                "unlisted": self.unlisted, "start": self.start, "end": self.end, "synced": self.synced,
+                "unlisted": self.unlisted, "late": self.late, "start": self.start, "end": self.end, "synced": self.synced,
                 "scores": {k: {m: round(v, 6) if isinstance(v, float) else v for m, v in s.items()}
                            for k, s in self.scores.items()},
                 "gain_share": self.gain_share(), "weighted_gain_share": self.gain_share("weighted_freshness")}
@@ -141,11 +147,15 @@ def evaluate_fresh(directory: Path | str, log: ChangeLog, *, warmup: float = 0.0
         urls, visits, weights = collection_visits(directory)
     except ValueError:
         raise UsageError(f"{directory} holds no recrawl (run skitter recrawl, or crawl --recrawl)") from None
-    firsts = [v[0] for v in visits.values() if v]
+    firsts = sorted(v[0] for v in visits.values() if v)
     if not firsts:
         raise UsageError(f"{directory}: no page of the collection was fetched")
-    synced = max(firsts)
+    synced = firsts[max(math.ceil(DISCOVERED * len(firsts)) - 1, 0)]
     last = max(v[-1] for v in visits.values() if v)
+    found = len(urls)
+    urls = [u for u in urls if visits[u] and visits[u][0] <= synced]
+    visits = {u: visits[u] for u in urls}
+    weights = {u: weights[u] for u in urls}
     end = min(last, log.end) if log.end is not None else last
     start = synced + warmup
     if log.start is not None and log.start > start:
@@ -166,8 +176,8 @@ def evaluate_fresh(directory: Path | str, log: ChangeLog, *, warmup: float = 0.0
         rates = {u: sum(1 for t in changes[u] if lo < t <= hi) / span for u in urls}
     scores = score_recrawl(visits, changes, rates, start, end, synced=synced, weights=weights)
     return FreshEval(policy=str(config.get("policy", "?")), importance=str(config.get("importance", "?")),
-                     pages=len(urls), unlisted=len(urls) - len(named), start=start, end=end, synced=synced,
-                     scores=scores)
+                     pages=len(urls), unlisted=len(urls) - len(named), late=found - len(urls), start=start, end=end,
+                     synced=synced, scores=scores)
 
 
 def _label(ev: FreshEval, row: str) -> str:
@@ -179,7 +189,8 @@ def report(name: str, ev: FreshEval) -> str:
     span = ev.end - ev.start
     scored = f"{span / 3600:.2f} h" if span >= 7200 else f"{span / 60:.1f} min"
     lines = [f"{name}: {ev.pages} pages, {scored} scored (--importance {ev.importance})"
-             + (f"; {ev.unlisted} not in the change log (never changed)" if ev.unlisted else ""),
+             + (f"; {ev.unlisted} not in the change log (never changed)" if ev.unlisted else "")
+             + (f"; {ev.late} first fetched after the discovery crawl, not scored" if ev.late else ""),
              "", "| schedule | fetches | freshness | weighted freshness | age (min) | weighted age (min) |"
              " gain over uniform |", "| --- | --- | --- | --- | --- | --- | --- |"]
     u = ev.scores["uniform (true rates)"]["freshness"]
