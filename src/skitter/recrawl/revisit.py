@@ -498,9 +498,10 @@ class Recrawl:
 
     def _interval(self, page: dict[str, Any], rate: float) -> float:
         alloc = self.allocation
-        if self.members > 1.25 * alloc.pages + 4:
-            # the collection grew since the last plan (a discovery crawl under way): the uniform share
-            # of the collection as it is, until the next plan, which comes soon
+        if alloc.pages == 0 or self.members > 1.25 * alloc.pages + 4:
+            # the collection grew since the last plan (a discovery crawl under way; a plan over no
+            # pages gives every page 0, a first revisit 30 days away): the uniform share of the
+            # collection as it is, until the next plan, which comes soon
             n = max(self.members, 1)
             alloc = Allocation("uniform", self.config.rate, n, self.config.rate / n, EXPLORE * self.config.rate / n)
             if self._soon is not None:
