@@ -2,8 +2,8 @@
 
 Each policy recrawls the same changing web in fake time (the real crawl loop, store and recrawl
 part; skitter.recrawl.evaluate.run_fake_recrawl) with the same budget; each run is scored over
-the same window next to the schedules of uniform, proportional and optimal computed with the true
-rates and as many fetches. Prints a Markdown table.
+the same window next to the schedules of uniform, proportional, optimal and age-optimal computed
+with the true rates and as many fetches. Prints a Markdown table.
 
     .venv/bin/python bench/recrawl_eval.py            # about 2 minutes
 """
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-interval", type=float, default=30.0, help="seconds, the fastest pages' mean interval")
     ap.add_argument("--max-interval", type=float, default=3 * 3600.0, help="seconds, the slowest changing pages'")
     ap.add_argument("--importance", default="none")
-    ap.add_argument("--policies", default="optimal,uniform,proportional")
+    ap.add_argument("--policies", default="optimal,age-optimal,uniform,proportional")
     args = ap.parse_args(argv)
     change = ChangeConfig(speed=1.0, static_share=0.3, min_interval=args.min_interval,
                           max_interval=args.max_interval, new_per_hour=0.0)
@@ -41,22 +41,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.pages} pages on {args.hosts} hosts, 30 % static, the rest changing every {args.min_interval:.0f} s to {args.max_interval / 3600:.0f} h "
           f"(log-uniform), noise on 30 %; budget {args.rate} fetches/s; {args.hours} h, the first "
           f"{args.warmup} h not scored; --importance {args.importance}\n")
-    print("| policy (estimated rates) | pages | fetches scored | freshness | weighted | age (min) |"
-          " uniform, true rates | proportional, true rates | optimal, true rates | share of the optimum's gain |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    key = "freshness" if args.importance == "none" else "weighted_freshness"
+    print(f"| policy (own estimates) | pages | fetches scored | freshness | weighted | age (min) |"
+          f" uniform, true rates | proportional, true rates | optimal, true rates | age-optimal, true rates |"
+          f" share of the optimum's gain{'' if key == 'freshness' else ' (weighted)'} |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in args.policies.split(","):
         with tempfile.TemporaryDirectory() as tmp:
             t = time.time()
             r = run_fake_recrawl(Path(tmp) / "crawl", web, hours=args.hours, rate=args.rate, policy=name,
                                  importance=args.importance, warmup_hours=args.warmup)
             s = r["scores"]
-            key = "freshness" if args.importance == "none" else "weighted_freshness"
-            u, p, o, f = (s["uniform (true rates)"][key], s["proportional (true rates)"][key],
-                          s["optimal (true rates)"][key], s["recrawl"][key])
+            u, p, o, a, f = (s["uniform (true rates)"][key], s["proportional (true rates)"][key],
+                             s["optimal (true rates)"][key], s["age-optimal (true rates)"][key], s["recrawl"][key])
             share = (f - u) / (o - u) if o > u else float("nan")
             print(f"| {name} | {r['pages']} | {s['recrawl']['fetches']} | {s['recrawl']['freshness']:.3f} |"
                   f" {s['recrawl']['weighted_freshness']:.3f} | {s['recrawl']['age'] / 60:.1f} | {u:.3f} | {p:.3f} |"
-                  f" {o:.3f} | {share:+.2f} |", flush=True)
+                  f" {o:.3f} | {a:.3f} | {share:+.2f} |", flush=True)
             print(f"  ({time.time() - t:.0f} s)", file=sys.stderr)
     return 0
 

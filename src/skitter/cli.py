@@ -140,7 +140,7 @@ def _progress(crawler, title: str):
 _DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 
 
-def parse_duration(text: str) -> float:
+def parse_duration(text: str, option: str = "--for") -> float:
     """``--for``: seconds, or a number with s, m or h (``90``, ``45s``, ``10m``, ``6h``, ``1.5h``)."""
     value = text.strip().lower()
     unit = _DURATION_UNITS.get(value[-1:], None)
@@ -148,9 +148,9 @@ def parse_duration(text: str) -> float:
     try:
         seconds = float(number) * (unit or 1.0)
     except ValueError:
-        raise UsageError(f"--for wants seconds or a number with s, m or h (6h, 30m, 90s), got {text!r}") from None
+        raise UsageError(f"{option} wants seconds or a number with s, m or h (6h, 30m, 90s), got {text!r}") from None
     if not seconds > 0 or seconds == float("inf"):
-        raise UsageError(f"--for must be a positive duration, got {text!r}")
+        raise UsageError(f"{option} must be a positive duration, got {text!r}")
     return seconds
 
 
@@ -260,13 +260,20 @@ def stats(directory: str | None, as_json: bool, redis_url: str | None, crawl_id:
 @click.option("--forms", "forms", is_flag=True, default=False,
               help="also serve the hidden site (3,000 records behind a search form, docs/forms.md) and crawl "
                    "with --forms; its ground truth goes to DIR/hidden-records.txt")
-def demo(output: str, pages: int, hosts: int, forms: bool) -> None:
+@click.option("--changing", "changing", is_flag=True, default=False,
+              help="serve the changing demo web (a wall-clock minute is an hour of its life) and crawl it with "
+                   "--recrawl for --for; its ground-truth change log goes to DIR/changes.json (docs/recrawl.md)")
+@click.option("--for", "duration", default="60s", show_default=True, metavar="DURATION",
+              help="with --changing: how long the crawl and its recrawl run (seconds, or a number with s, m or h)")
+@click.option("--rate", "rate", default=10.0, show_default=True, help="with --changing: revisits a second")
+def demo(output: str, pages: int, hosts: int, forms: bool, changing: bool, duration: str, rate: float) -> None:
     """Serve the bundled demo web on loopback, crawl it and print the summary."""
     import shutil
 
-    from .demo.server import DemoServer, check_config
+    from .demo.server import DemoServer, check_config, write_change_log
     from .demo.web import DemoConfig
 
+    seconds = parse_duration(duration) if changing else None
     try:
         web_config = DemoConfig(pages=pages, hosts=hosts)
         check_config(web_config)
@@ -275,7 +282,7 @@ def demo(output: str, pages: int, hosts: int, forms: bool) -> None:
     out = Path(output)
     if out.exists():
         shutil.rmtree(out)
-    with DemoServer(web_config, hidden=forms) as server:
+    with DemoServer(web_config, hidden=forms, changing=changing, change_speed=60.0 if changing else None) as server:
         web = server.web
         assert web is not None   # set when the server has started
         click.echo(f"demo web: {len(server.base_urls)} hosts on loopback ({', '.join(server.base_urls[:2])}, …)",
@@ -286,7 +293,14 @@ def demo(output: str, pages: int, hosts: int, forms: bool) -> None:
             seeds += server.hidden_site.seeds()
         config = CrawlConfig(seeds=tuple(seeds), delay=0.0, adaptive_delay=0.0, per_host=4,
                              concurrency=32, max_crawl_delay=0.02, forms=forms)
-        run_crawl(out, config, title="crawling the demo web")
+        if seconds is not None:
+            config = config.with_(recrawl=True, rate=rate).validate()
+            started = time.time()
+            run_crawl(out, config, title="crawling and recrawling the changing demo web", until=started + seconds)
+            assert server.start_epoch is not None
+            write_change_log(web, out / "changes.json", server.start_epoch, time.time())
+        else:
+            run_crawl(out, config, title="crawling the demo web")
         if server.hidden_site is not None:
             (out / "hidden-records.txt").write_text(
                 "# the demo's hidden site: every record page (skitter eval-forms --truth)\n"
@@ -308,6 +322,8 @@ def demo(output: str, pages: int, hosts: int, forms: bool) -> None:
                " its evaluation)")
     if forms:
         click.echo(f"  skitter eval-forms {out} --truth {out}/hidden-records.txt --plot forms-coverage.png")
+    if changing:
+        click.echo(f"  skitter eval-fresh {out} --changes {out}/changes.json --plot freshness.png")
 
 
 from .cli_search import eval_cmd, index_cmd, search_cmd  # noqa: E402
@@ -324,6 +340,10 @@ cli.add_command(eval_crawl)
 from .cli_forms import eval_forms  # noqa: E402
 
 cli.add_command(eval_forms)
+
+from .cli_fresh import eval_fresh  # noqa: E402
+
+cli.add_command(eval_fresh)
 
 from .cli_serve import serve  # noqa: E402
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import sqlite3
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -56,6 +58,38 @@ def summary(db: CrawlDB) -> dict[str, Any]:
     }
 
 
+#: The buckets of the estimated change intervals (``skitter stats``, the web UI's crawl page).
+INTERVAL_BUCKETS = ((60.0, "<1m"), (600.0, "1-10m"), (3600.0, "10m-1h"), (86400.0, "1h-1d"), (math.inf, ">1d"))
+NEVER = "never changed"
+
+
+def interval_histogram(rows: list[tuple[float | None, int | None]]) -> dict[str, int]:
+    """Pages by estimated change interval (1 / rate) in :data:`INTERVAL_BUCKETS`, from their
+    ``(rate, changes seen)``; a page revisited but never seen changing is ``never changed``
+    (its estimate is the prior's, not its own)."""
+    out = {label: 0 for _, label in INTERVAL_BUCKETS}
+    out[NEVER] = 0
+    for rate, changes in rows:
+        if not changes or not rate or rate <= 0:
+            out[NEVER] += 1
+            continue
+        interval = 1.0 / rate
+        out[next(label for bound, label in INTERVAL_BUCKETS if interval < bound)] += 1
+    return out
+
+
+def interval_distribution(conn: sqlite3.Connection, sites: int = 5,
+                          hosts: list[str] | None = None) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """The histogram of the collection's pages revisited at least once, and the same for each of
+    ``hosts`` (default: the ``sites`` hosts with the most pages revisited)."""
+    rows = conn.execute("SELECT host, rate, x FROM recrawl_pages WHERE in_collection = 1 AND n > 0").fetchall()
+    by_host: dict[str, list[tuple[float | None, int | None]]] = {}
+    for host, rate, x in rows:
+        by_host.setdefault(host, []).append((rate, x))
+    top = hosts if hosts is not None else sorted(by_host, key=lambda h: (-len(by_host[h]), h))[:sites]
+    return interval_histogram([(r, x) for _, r, x in rows]), {h: interval_histogram(by_host.get(h, [])) for h in top}
+
+
 def recrawl_summary(db: CrawlDB) -> dict[str, Any] | None:
     """The collection's state (the incremental crawler, docs/recrawl.md); None if never revisited."""
     from .store.recrawlstore import has_tables
@@ -80,12 +114,15 @@ def recrawl_summary(db: CrawlDB) -> dict[str, Any] | None:
     def quantile(values: list[float], q: float) -> float | None:
         return values[min(len(values) - 1, int(q * len(values)))] if values else None
 
-    sites = []
+    sites: list[dict[str, Any]] = []
     for host, n in db.conn.execute("SELECT host, count(*) FROM recrawl_pages WHERE in_collection = 1"
                                    " GROUP BY host ORDER BY count(*) DESC LIMIT 5").fetchall():
         site = sorted(1.0 / r[0] for r in db.conn.execute(
             "SELECT rate FROM recrawl_pages WHERE host = ? AND in_collection = 1 AND x > 0 AND rate > 0", (host,)))
         sites.append({"host": host, "pages": n, "changing": len(site), "median_interval": quantile(site, 0.5)})
+    histogram, site_histograms = interval_distribution(db.conn, hosts=[entry["host"] for entry in sites])
+    for entry in sites:
+        entry["intervals"] = site_histograms[entry["host"]]
     return {
         "pages": members,
         "freshness": None if log is None else log[1],
@@ -103,8 +140,14 @@ def recrawl_summary(db: CrawlDB) -> dict[str, Any] | None:
         "estimated": len(rates),
         "never_changed": len(rates) - len(changing),
         "change_interval_quartiles": [quantile(changing, q) for q in (0.25, 0.5, 0.75)],
+        "change_interval_deciles": {f"p{round(100 * q)}": quantile(changing, q) for q in (0.1, 0.5, 0.9)},
+        "change_intervals": histogram,
         "sites": sites,
     }
+
+
+def _histogram(h: dict[str, int]) -> str:
+    return ", ".join(f"{label}: {n}" for label, n in h.items())
 
 
 def _duration(seconds: float | None) -> str:
@@ -188,9 +231,14 @@ def render(s: dict[str, Any]):
                                  " the others' estimated intervals "
                                  + " / ".join(_duration(x) for x in r["change_interval_quartiles"])
                                  + " (quartiles)"),
+            ("interval histogram", _histogram(r["change_intervals"])
+                                   + " (pages revisited, by estimated change interval; 10 % / 90 % of the changing: "
+                                   + " / ".join(_duration(r["change_interval_deciles"][k]) for k in ("p10", "p90"))
+                                   + ")"),
             ("per site", ", ".join(f"{x['host']}: {x['changing']} of {x['pages']} changing, median "
                                    f"{_duration(x['median_interval'])}" for x in r["sites"]) or "-"),
         ]
+        rows += [(f"  {x['host']}", _histogram(x["intervals"])) for x in r["sites"]]
     w = s.get("watchdog")
     if w and s["state"] == "running":
         rows.append(("watchdog", f"{w['kind']} at {w['at']}: {w['message']}"))

@@ -86,3 +86,9 @@ def test_serve_without_a_directory_or_redis_and_export_of_several(tmp_path):
     assert "serve wants a crawl directory or --redis URL" in one_error_line(skitter("serve"))
     line = one_error_line(skitter("export", str(tmp_path), str(tmp_path / "b"), "--format", "jsonl"))
     assert "not a crawl directory" in line
+
+
+def test_demo_changing_with_a_bad_duration(tmp_path):
+    line = one_error_line(skitter("demo", "--changing", "--for", "soon", "-o", str(tmp_path / "d")))
+    assert line.startswith("skitter: error: --for wants")
+    assert not (tmp_path / "d").exists()

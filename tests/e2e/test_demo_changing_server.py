@@ -5,7 +5,9 @@ noise that keeps its ETag, and the sitemap index robots.txt names."""
 from __future__ import annotations
 
 import http.client
+import json
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from skitter.demo.server import DemoServer
@@ -35,8 +37,10 @@ def etags_between(web: DemoWeb, url: str, t0: float, t1: float) -> set[str]:
     return {web.respond(f"http://{p.netloc}", p.path, now=t).header("ETag") for t in times}
 
 
-def test_changing_server_conditional_gets_and_changes() -> None:
-    with DemoServer(CFG, changing=True, change_speed=SPEED, min_interval=30) as srv:
+def test_changing_server_conditional_gets_and_changes(tmp_path: Path) -> None:
+    log = tmp_path / "changes.json"
+    with DemoServer(CFG, changing=True, change_speed=SPEED, min_interval=30, change_log=log,
+                    ignore_conditional=(3,)) as srv:
         assert "--changing" in srv.command()
         web = srv.web
         assert web is not None and web.changes is not None
@@ -60,6 +64,14 @@ def test_changing_server_conditional_gets_and_changes() -> None:
         assert h["etag"] == web.respond(static.rsplit("/a/", 1)[0], urlsplit(static).path).header("ETag")
         assert fetch(static, {"If-None-Match": h["etag"]})[0] == 304
         assert fetch(static, {"If-Modified-Since": h["last-modified"]})[0] == 304
+
+        # a host that ignores conditional requests (--ignore-conditional): the whole page again,
+        # the same bytes, never a 304
+        plain = next(u for u in web.pages() if u.startswith(srv.base_urls[3] + "/a/") and web.change_rate(u) == 0
+                     and not live.noisy(key(u)))
+        status, h, body = fetch(plain)
+        again = fetch(plain, {"If-None-Match": h["etag"], "If-Modified-Since": "Fri, 01 Jan 2100 00:00:00 GMT"})
+        assert status == 200 and again[0] == 200 and again[2] == body and again[1]["etag"] == h["etag"]
 
         # noise: other bytes every time, the same (weak) ETag, a 304 for it, the same main text
         a, b = fetch(noisy), fetch(noisy)
@@ -96,3 +108,12 @@ def test_changing_server_conditional_gets_and_changes() -> None:
         assert index.kind == "sitemapindex" and len(index.sitemaps) == 2
         child = parse_sitemap(fetch(index.sitemaps[0].loc)[2], index.sitemaps[0].loc)
         assert child.compressed and child.error is None and len(child.entries) >= web.hosts[1].N
+
+    # stopped, the server wrote the ground truth of its run (skitter eval-fresh --changes): the
+    # in-process web's, from its start to when it stopped, the fast page's change seen above in it
+    doc = json.loads(log.read_text())
+    assert doc["from"] == srv.start_epoch and t2 < doc["to"] <= time.time()
+    assert doc == json.loads(json.dumps(web.change_log_document(doc["from"], doc["to"])))
+    assert doc["rates"][fast] == web.change_rate(fast)
+    seen = sum(t0 < t <= t2 for t in doc["changes"][fast])
+    assert seen == web.version(fast, t2) - web.version(fast, t0) > 0

@@ -5,7 +5,7 @@
                                   [--changing [--change-speed X] [--static-share S]
                                    [--min-interval SECONDS] [--max-interval SECONDS]
                                    [--noise-share S] [--new-per-hour N] [--link-share S]
-                                   [--start-epoch T]]
+                                   [--start-epoch T] [--change-log FILE]]
                                   [--hidden [JSON]]
 
 One aiohttp server is bound on ``hosts`` consecutive loopback addresses, all on the same port (the
@@ -15,6 +15,9 @@ listening, it prints ONE JSON line ``{"port": P, "base_urls": [...]}`` to stdout
 ``--changing`` (the changing web, docs/recrawl.md) the line also has ``"start_epoch"``, the
 wall-clock time its pages' versions count from (``--start-epoch``, or the time it started), so
 that ``DemoWeb(config, base_urls, start_epoch=...)`` reproduces its ground truth in-process.
+``--change-log FILE``: when it stops (SIGTERM, SIGINT, EOF on stdin, its parent gone; not
+SIGKILL), the server writes the ground truth of its whole run there, the JSON ``skitter eval-fresh
+--changes`` reads (``DemoWeb.change_log_document(start_epoch, stop time)``).
 
 Access log (``--access-log``): one JSON line per request, written and flushed when the response
 has been written: ``{"t0", "t1", "host": "127.0.0.3:P", "method", "path", "status", "ua"}``
@@ -27,6 +30,10 @@ has been written: ``{"t0", "t1", "host": "127.0.0.3:P", "method", "path", "statu
 
 It exits on SIGTERM/SIGINT, when its parent process dies (--parent-pid, polled), and with
 ``--watch-stdin`` when stdin reaches EOF. Only 127.0.0.0/8 addresses are accepted.
+
+``--ignore-conditional 1,3`` makes those hosts answer conditional requests (If-None-Match,
+If-Modified-Since) as plain GETs, never 304, as many real servers do: an unchanged page comes back
+whole, with the same bytes (what a recrawl benchmark wants beside the 304s of the others).
 
 ``--flaky 2,3`` makes those hosts refuse the first request of a share of their paths (503 on even,
 429 on odd host indexes, Retry-After: 1): transient failures a polite crawler retries through.
@@ -66,6 +73,8 @@ async def _serve(args: argparse.Namespace) -> None:
     ips = addresses(args.ip_base, args.hosts + (1 if args.hidden is not None else 0))
     latency = max(0.0, args.latency_ms) / 1000.0
 
+    state: dict[str, DemoWeb] = {}
+
     def setup(base_urls: list[str]):
         urls = list(base_urls)
         info: dict[str, object] = {}
@@ -76,8 +85,9 @@ async def _serve(args: argparse.Namespace) -> None:
             hidden = HiddenSite(args.hidden_config, hidden_url)
         if config.changing is not None:
             info["start_epoch"] = start_epoch
-        web = DemoWeb(config, urls, start_epoch=start_epoch)
+        web = state["web"] = DemoWeb(config, urls, start_epoch=start_epoch)
         flaky = _Flaky(args.flaky, args.flaky_share)
+        plain = set(args.ignore_conditional)
         index_of = {u: g for g, u in enumerate(urls)}
 
         async def respond(request: aioweb.BaseRequest, base: str) -> aioweb.StreamResponse:
@@ -88,9 +98,11 @@ async def _serve(args: argparse.Namespace) -> None:
                 return aioweb.Response(status=refusal, headers={"Retry-After": "1"}, text="try again later\n")
             else:
                 hdr = request.headers
+                conditional = index_of[base] not in plain
                 r = web.respond(base, path, accept_gzip=accepts_gzip(hdr.get("Accept-Encoding")),
-                                if_none_match=hdr.get("If-None-Match"),
-                                if_modified_since=hdr.get("If-Modified-Since"), now=time.time())
+                                if_none_match=hdr.get("If-None-Match") if conditional else None,
+                                if_modified_since=hdr.get("If-Modified-Since") if conditional else None,
+                                now=time.time())
             # (for HEAD, aiohttp sends the headers and Content-Length but no body)
             return aioweb.Response(status=r.status, body=r.body, headers=r.headers)
 
@@ -98,6 +110,17 @@ async def _serve(args: argparse.Namespace) -> None:
 
     await serve(ips, args.port, setup, access_log=args.access_log, parent_pid=args.parent_pid,
                 watch_stdin=args.watch_stdin)
+    if args.change_log is not None and config.changing is not None and "web" in state:
+        write_change_log(state["web"], args.change_log, start_epoch, time.time())
+
+
+def write_change_log(web: DemoWeb, path: Path | str, t0: float, t1: float) -> None:
+    """The changing web's ground truth of ``(t0, t1]`` as ``skitter eval-fresh --changes`` reads it,
+    written to ``path`` (atomically: a reader never sees half a file)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(web.change_log_document(t0, t1)), encoding="utf-8")
+    tmp.replace(path)
 
 
 class _Flaky:
@@ -162,6 +185,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--flaky", type=lambda s: [int(x) for x in s.split(",") if x], default=[],
                    help="host indexes (e.g. 2,5) where a share of paths first answer 503/429 with Retry-After")
     p.add_argument("--flaky-share", type=float, default=0.1, help="share of a flaky host's paths refused once")
+    p.add_argument("--ignore-conditional", type=lambda s: [int(x) for x in s.split(",") if x], default=[],
+                   help="host indexes (e.g. 1,3) that answer conditional requests in full, never 304")
     p.add_argument("--access-log", type=Path, default=None)
     p.add_argument("--ip-base", default="127.0.0.2")
     p.add_argument("--port", type=int, default=0, help="0: pick a free port")
@@ -185,6 +210,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="share of changes that also link another article")
     ch.add_argument("--start-epoch", type=float, default=None,
                     help="the clock's start (default: now)")
+    ch.add_argument("--change-log", type=Path, default=None,
+                    help="on exit, write the ground-truth change log of the run to this file (JSON, "
+                         "skitter eval-fresh --changes)")
     p.add_argument("--hidden", nargs="?", const="{}", default=None, metavar="JSON",
                    help="also serve the hidden site (hidden.py) on the next address; optional "
                         "HiddenConfig fields as a JSON object")
@@ -244,23 +272,27 @@ class DemoServer(ServerProcess):
     def __init__(self, config: DemoConfig = DemoConfig(), *, latency_ms: float = 0,
                  access_log: Path | str | None = None, ip_base: str = "127.0.0.2",
                  port: int = 0, start_timeout: float = 30.0, flaky: tuple[int, ...] = (),
-                 flaky_share: float = 0.1,
+                 flaky_share: float = 0.1, ignore_conditional: tuple[int, ...] = (),
                  changing: bool | ChangeConfig = False, change_speed: float | None = None,
                  static_share: float | None = None, min_interval: float | None = None,
                  max_interval: float | None = None, start_epoch: float | None = None,
-                 hidden: bool | HiddenConfig = False) -> None:
+                 change_log: Path | str | None = None, hidden: bool | HiddenConfig = False) -> None:
         """The changing web: ``config.changing``, or ``changing=True`` (the defaults) or a
         ``ChangeConfig``, with the server flags' overrides (``change_speed`` ...); ``start_epoch``
         pins its clock (default: the server's start). ``self.start_epoch`` is the one it used.
+        ``change_log``: the server writes its run's ground truth there when it stops.
         ``hidden``: also serve the hidden site (``HiddenConfig``) on the next address. ``flaky``:
-        host indexes refusing first requests (see the module docstring)."""
+        host indexes refusing first requests, ``ignore_conditional`` hosts never answering 304 (see
+        the module docstring)."""
         super().__init__(access_log=access_log, ip_base=ip_base, port=port, start_timeout=start_timeout)
         self.config = _with_changes(config, changing, speed=change_speed, static_share=static_share,
                                     min_interval=min_interval, max_interval=max_interval)
         self.start_epoch = start_epoch
+        self.change_log = change_log
         self.latency_ms = latency_ms
         self.flaky = tuple(flaky)
         self.flaky_share = flaky_share
+        self.ignore_conditional = tuple(ignore_conditional)
         self.hidden_config = (HiddenConfig() if hidden is True
                               else hidden if isinstance(hidden, HiddenConfig) else None)
         self.hidden_url: str | None = None
@@ -277,6 +309,8 @@ class DemoServer(ServerProcess):
                "--latency-ms", repr(float(self.latency_ms)), *self.process_args()]
         if self.flaky:
             cmd += ["--flaky", ",".join(map(str, self.flaky)), "--flaky-share", repr(self.flaky_share)]
+        if self.ignore_conditional:
+            cmd += ["--ignore-conditional", ",".join(map(str, self.ignore_conditional))]
         ch = c.changing
         if ch is not None:
             cmd += ["--changing", "--change-speed", repr(ch.speed), "--static-share", repr(ch.static_share),
@@ -285,6 +319,8 @@ class DemoServer(ServerProcess):
                     "--link-share", repr(ch.link_share)]
             if self.start_epoch is not None:
                 cmd += ["--start-epoch", repr(self.start_epoch)]
+            if self.change_log is not None:
+                cmd += ["--change-log", str(self.change_log)]
         if self.hidden_config is not None:
             cmd += ["--hidden", json.dumps(dataclasses.asdict(self.hidden_config))]
         return cmd

@@ -2169,6 +2169,16 @@ class DemoWeb:
             log += [Change(x, url, "change") for x in self.change_times(url, t0, t1)]
         return sorted(log)
 
+    def change_log_document(self, t0: float, t1: float) -> dict:
+        """The ground truth of ``(t0, t1]`` as ``skitter eval-fresh --changes`` reads it
+        (docs/recrawl.md): ``{"from": t0, "to": t1, "changes": {url: [times]}, "rates": {url:
+        changes per second}}`` for every page that exists by ``t1`` (static ones with no times
+        and rate 0). A new article's appearance is not a change of its own page."""
+        self._model()
+        urls = self.pages_at(t1)
+        return {"from": t0, "to": t1, "changes": {u: self.change_times(u, t0, t1) for u in urls},
+                "rates": {u: self.change_rate(u) for u in urls}}
+
     # ------------------------------------------------------------------ static export
 
     def write_static(self, root: Path) -> None:

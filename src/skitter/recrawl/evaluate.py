@@ -6,8 +6,8 @@ page of the collection, first fetches included) and scores them with Cho's time-
 and age (:func:`skitter.recrawl.freshness.score`) against a change log (``{url: [change times]}``,
 e.g. from :meth:`skitter.demo.web.DemoWeb.change_times`). Next to it, on the same change log and
 with the same number of fetches in the same span, the schedules the policies would have made with
-the *true* rates: uniform, proportional and the freshness-optimal one (the ceiling an estimator can
-approach). Gains over uniform are what to compare (docs/recrawl.md: static pages are fresh under
+the *true* rates: uniform, proportional, the freshness-optimal one (the ceiling an estimator can
+approach) and the age-optimal one. Gains over uniform are what to compare (docs/recrawl.md: static pages are fresh under
 any policy).
 
 :func:`run_fake_recrawl` runs a whole discovery crawl and recrawl of a changing demo web in fake
@@ -29,7 +29,7 @@ from ..store.db import DB_NAME, connect
 from . import policy as _policy
 from .freshness import Events, periodic_schedule, score
 
-SIMULATED = ("uniform", "proportional", "optimal")
+SIMULATED = ("uniform", "proportional", "optimal", "age-optimal")
 
 
 def collection_visits(directory: Path | str) -> tuple[list[str], dict[str, list[float]], dict[str, float]]:
@@ -77,9 +77,12 @@ def score_recrawl(visits: Mapping[str, Sequence[float]], changes: Mapping[str, S
     budget = total / max(end - synced, 1e-9)
     for name in SIMULATED:
         f = _policy.POLICIES[name](lam, budget, w)
-        sched = periodic_schedule(f, total, synced, end, phase)
-        sched = Events(np.concatenate([np.arange(n), sched.page]), np.concatenate([np.full(n, synced), sched.time]))
-        out[f"{name} (true rates)"] = _row(score(sched, change_events, n, start, end, w))
+        made = periodic_schedule(f, total, synced, end, phase)
+        sched = Events(np.concatenate([np.arange(n), made.page]), np.concatenate([np.full(n, synced), made.time]))
+        row = _row(score(sched, change_events, n, start, end, w))
+        # (the copies in sync at `synced` are the discovery crawl's, not fetches of this schedule)
+        row["fetches"] = int(((made.time >= start) & (made.time < end)).sum())
+        out[f"{name} (true rates)"] = row
     return out
 
 
@@ -101,10 +104,11 @@ def run_fake_recrawl(directory: Path | str, web: Any, *, hours: float, rate: flo
     from ..testing import EPOCH, LoopClock, WebTransport, run_in_fake_time
 
     clock = LoopClock()
-    config = CrawlConfig(seeds=tuple(web.seeds()), delay=0.5, adaptive_delay=0.0, max_crawl_delay=1.0, per_host=1,
-                         concurrency=4, recrawl=True, rate=rate, policy=policy, importance=importance,
-                         collection=collection, analysis_processes=0, index_interval=0,
-                         **dict(settings or {})).validate()
+    values: dict[str, Any] = dict(delay=0.5, adaptive_delay=0.0, max_crawl_delay=1.0, per_host=1, concurrency=4,
+                                  analysis_processes=0, index_interval=0)
+    values.update(settings or {})   # (they may override the defaults above)
+    config = CrawlConfig(seeds=tuple(web.seeds()), recrawl=True, rate=rate, policy=policy, importance=importance,
+                         collection=collection, **values).validate()
     end = EPOCH + hours * 3600.0
     result: dict[str, Any] = {}
 

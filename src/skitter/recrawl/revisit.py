@@ -3,10 +3,11 @@ that :func:`skitter.api.build_crawler` hands in, not a second loop.
 
 The loop (skitter.loop) asks it, for every candidate:
 
-- :meth:`Recrawl.begin` (before robots.txt): a page of the collection is a *revisit*: it waits for
-  the budget (a token bucket at ``--rate`` a second over the whole collection; each host's
-  politeness still applies, in the frontier) and goes out as a conditional request with the stored
-  ETag and Last-Modified. A URL never stored is a first fetch, or, in a full bounded collection,
+- :meth:`Recrawl.begin` (before robots.txt): a page of the collection is a *revisit*: it takes a
+  token of the budget (a token bucket at ``--rate`` a second over the whole collection; each
+  host's politeness still applies, in the frontier), or, if its token is not earned yet, goes back
+  to the frontier until it is (not holding its host's slot meanwhile), and goes out as a
+  conditional request with the stored ETag and Last-Modified. A URL never stored is a first fetch, or, in a full bounded collection,
   waits outside it (seed 000's AllUrls minus CollUrls). A page that left the collection is dropped.
 - :meth:`Recrawl.unchanged` (after the fetch): a 304, or a body identical to the stored one, needs
   no analysis: a WARC 1.1 ``revisit`` record is all the archive gets.
@@ -71,6 +72,8 @@ UNREACHABLE_WAIT = 300.0      # seconds a revisit waits when its robots.txt is u
 PASS_MIN, PASS_MAX = 5.0, 300.0   # seconds between planning passes (a quarter of a uniform cycle)
 PRIORS_EVERY = 6            # planning passes between two fits of the site priors (the costly part)
 MAX_SITEMAPS_PER_ORIGIN = 1000
+EARLY = 0.01   # seconds: a revisit back this early for its budget token goes (the frontier's due times
+               # are epoch seconds and it hands URLs out up to a millisecond early, frontier.local.DUE_SLACK)
 
 
 @dataclass
@@ -87,7 +90,9 @@ class Visit:
 
 
 class TokenBucket:
-    """At most ``rate`` takes a second on average, ``burst`` at once; waiters are served in turn."""
+    """At most ``rate`` takes a second on average, ``burst`` at once; waiters are served in turn.
+    :meth:`reserve` takes a token without waiting: the caller learns when it is due (the revisit
+    then goes back to the frontier until then instead of holding its host's slot)."""
 
     def __init__(self, rate: float, clock: Clock, burst: float | None = None) -> None:
         self.rate = rate
@@ -97,6 +102,15 @@ class TokenBucket:
         self.stamp = clock.monotonic()
         self.waiting = 0
         self._lock: asyncio.Lock | None = None
+
+    def reserve(self) -> float:
+        """Take the next token; the seconds until it is earned (0: now). Tokens taken ahead are a
+        debt the refill pays back, so reservations are due 1/rate apart, in turn."""
+        now = self.clock.monotonic()
+        self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        self.tokens -= 1.0
+        return 0.0 if self.tokens >= -1e-9 else -self.tokens / self.rate
 
     async def take(self) -> None:
         if self._lock is None:
@@ -162,6 +176,7 @@ class Recrawl:
         self.bucket = TokenBucket(config.rate, clock)
         self.members = self.db.collection_size()
         self.reserved: set[int] = set()      # first fetches handed out, not settled yet
+        self.tokens_due: dict[int, float] = {}   # revisits holding a budget token: when it is earned
         self.allocation = Allocation(config.policy, config.rate, self.members,
                                      config.rate / max(self.members, 1), EXPLORE * config.rate / max(self.members, 1))
         self.priors: dict[str, GammaPrior] = {}
@@ -235,10 +250,18 @@ class Recrawl:
             self.reserved.add(fp)
             return Visit(cand)
         if not page["in_collection"]:
+            self.tokens_due.pop(fp, None)
             return Visit(cand, page, outcome=Outcome(requested=False))   # gone, discarded, disallowed
         if page["state"] == "admitted" or page["body_hash"] is None:   # admitted by refinement: a first fetch
             return Visit(cand, page)
-        await self.bucket.take()
+        # the budget: a revisit whose token is not earned yet goes back to the frontier until it is
+        # (waiting here would hold its host's slot, and the host's new URLs would wait behind it)
+        now = self.clock.monotonic()
+        due = self.tokens_due.pop(fp, None)
+        wait = self.bucket.reserve() if due is None else max(due - now, 0.0)
+        if wait > EARLY:
+            self.tokens_due[fp] = now + wait
+            return Visit(cand, page, outcome=Outcome(requested=False, due=self.clock.time() + wait))
         headers = {}
         if page["etag"]:
             headers["If-None-Match"] = page["etag"]
@@ -313,6 +336,12 @@ class Recrawl:
                     self._leave(page, "gone", now)
                 return None
             return self._first(cand, page, result, analysis, record, now)
+        current = self.db.page(fp)
+        if current is None or not current["in_collection"]:
+            # discarded by a planning pass while this revisit was in flight: it stays out (saving
+            # the page as the visit began would put it back, one page over --collection)
+            return None
+        visit.page = current   # (and the planning pass's weight, importance and due since it began)
         return await self._revisit(visit, result, analysis, decision, now)
 
     def _first(self, cand: Candidate, page: dict[str, Any] | None, result: FetchResult, analysis: Analysis,
@@ -469,9 +498,10 @@ class Recrawl:
 
     def _interval(self, page: dict[str, Any], rate: float) -> float:
         alloc = self.allocation
-        if self.members > 1.25 * alloc.pages + 4:
-            # the collection grew since the last plan (a discovery crawl under way): the uniform share
-            # of the collection as it is, until the next plan, which comes soon
+        if alloc.pages == 0 or self.members > 1.25 * alloc.pages + 4:
+            # the collection grew since the last plan (a discovery crawl under way; a plan over no
+            # pages gives every page 0, a first revisit 30 days away): the uniform share of the
+            # collection as it is, until the next plan, which comes soon
             n = max(self.members, 1)
             alloc = Allocation("uniform", self.config.rate, n, self.config.rate / n, EXPLORE * self.config.rate / n)
             if self._soon is not None:

@@ -4,7 +4,9 @@ Pages: ``/`` (search box), ``/search?q=…&page=N`` (10 results a page), ``/adva
 that builds a query in skitter's query language and redirects to /search), ``/crawl`` (the
 crawl summary and four plots, refreshing every 5 s; for a distributed crawl also its cluster:
 workers alive, hosts each holds, queued, in flight, pages/s), ``/crawl.json`` (the same figures),
-``/plot/{pages,status,hosts,queue}.png``.
+``/plot/{pages,status,hosts,queue}.png``; once the crawl has revisited (docs/recrawl.md) also
+``/plot/freshness.png`` (the estimated freshness over time) and ``/plot/intervals.png`` (the
+estimated change intervals, per page and per site).
 With ground-truth labels (``skitter serve DIR --labels FILE [--topic NAME]``, the labels of
 ``skitter eval-crawl``) the crawl page also shows the crawl's evaluation (skitter.eval): harvest
 rate, topic recall at budgets, the top-1% PageRank share and the average PageRank by crawl time, and
@@ -237,6 +239,7 @@ def create_app(directory: Path | str | None, labels=None, topic: str | None = No
             rows += [(f"recrawl: {k.replace('_', ' ')}", _fmt(v)) for k, v in recrawl.items() if k != "sites"]
             rows.append(("recrawl: sites", ", ".join(f"{x['host']} ({x['changing']} of {x['pages']} changing)"
                                                      for x in recrawl["sites"]) or "-"))
+            rows += [(f"recrawl: intervals on {x['host']}", _fmt(x["intervals"])) for x in recrawl["sites"]]
         ev = None
         if labels is not None and not error:
             try:

@@ -126,5 +126,37 @@ def freshness(conn: sqlite3.Connection) -> bytes:
     return _png(fig)
 
 
+def change_intervals(conn: sqlite3.Connection) -> bytes:
+    """The distribution of the estimated change intervals (docs/recrawl.md): pages revisited at
+    least once by bucket of 1 / (estimated rate), the collection's and each of the largest sites',
+    side by side (``skitter stats``'s histogram)."""
+    import numpy as np
+
+    from ..stats import interval_distribution
+
+    try:
+        whole, sites = interval_distribution(conn)
+    except sqlite3.OperationalError:   # a crawl directory from before the recrawl tables
+        whole, sites = {}, {}
+    fig = Figure(figsize=SIZE)
+    ax = fig.add_subplot()
+    ax.set_title("estimated change intervals of the pages revisited")
+    if not sum(whole.values()):
+        _empty(ax, "revisits")
+        return _png(fig)
+    labels = list(whole)
+    groups = [("all pages", whole), *sites.items()]
+    width = 0.8 / len(groups)
+    x = np.arange(len(labels))
+    for i, (name, h) in enumerate(groups):
+        ax.bar(x + (i - (len(groups) - 1) / 2) * width, [h[k] for k in labels], width, label=name)
+    ax.set_xticks(x, labels, fontsize="small")
+    ax.set_ylabel("pages")
+    ax.legend(loc="upper left", fontsize="x-small")
+    ax.grid(alpha=0.3, axis="y")
+    return _png(fig)
+
+
 PLOTS = {"pages": pages_over_time, "status": status_codes, "hosts": top_hosts, "queue": queue_size}
-RECRAWL_PLOTS = {"freshness": freshness}   # on the crawl page once the crawl has revisited
+# on the crawl page once the crawl has revisited
+RECRAWL_PLOTS = {"freshness": freshness, "intervals": change_intervals}
