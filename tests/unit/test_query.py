@@ -222,40 +222,66 @@ def test_any_text_parses_or_raises_a_query_error(text):
 
 # ------------------------------------------------------------------------------ compilation
 
-def fts_of(query: str) -> str | None:
-    return qc.fts(qc.analyse(parse(query)))
+def leaf_of(query: str) -> tuple[str | None, str | None]:
+    """A term's MATCH expressions on fts (the page's own text) and on fta (its anchor text)."""
+    return qc.leaf(qc.analyse(parse(query)))
 
 
-def test_compile_to_fts5():
-    assert fts_of("Running") == '"run"'
-    assert fts_of('"red giants"') == '"red giant"'
-    assert fts_of("e-mail") == '"e mail"'
-    assert fts_of("title:pulsars") == '{title} : "pulsar"'
-    assert fts_of("a1 AND b2") == '("a1") AND ("b2")'
-    assert fts_of("a1 b2 -c3") == '(("a1") AND ("b2")) NOT (("c3"))'
-    assert fts_of("a1 OR b2") == '("a1") OR ("b2")'
-    assert fts_of("a1 NEAR/3 \"b2 c3\"") == 'NEAR("a1" "b2 c3", 3)'
-    assert fts_of("NOT a1") is None                   # unary NOT: SQL
-    assert fts_of("a1 OR NOT b2") is None
-    assert fts_of("a1 site:x.org") is None            # a filter: SQL
+def sets_of(query: str) -> tuple[str, list] | None:
+    return qc.rowids(qc.analyse(parse(query)))
 
 
-def test_xor_expression():
-    assert fts_of("a1 XOR b2") == '(("a1") OR ("b2")) NOT (("a1") AND ("b2"))'
+def params_of(query: str) -> list | None:
+    r = sets_of(query)
+    return None if r is None else r[1]
+
+
+def test_compile_terms():
+    assert leaf_of("Running") == ('"run"', '"run"')
+    assert leaf_of('"red giants"') == ('"red giant"', '"red giant"')
+    assert leaf_of("e-mail") == ('"e mail"', '"e mail"')
+    assert leaf_of("title:pulsars") == ('{title} : "pulsar"', None)      # the page's own columns only
+    assert leaf_of("anchor:pulsars") == (None, '"pulsar"')               # the anchor table only
+    assert leaf_of("a1 NEAR/3 \"b2 c3\"") == ('NEAR("a1" "b2 c3", 3)',) * 2
+
+
+def test_compile_to_rowid_sets():
+    """Each term in both tables (UNION); AND, OR and AND NOT as INTERSECT, UNION and EXCEPT of
+    the pages the terms find, so a term in the anchors and another in the body make an AND."""
+    both = "SELECT rowid AS id FROM fts WHERE fts MATCH ? UNION SELECT rowid AS id FROM fta WHERE fta MATCH ?"
+    assert sets_of("a1") == (both, ['"a1"', '"a1"'])
+    sql, params = sets_of("a1 AND b2")
+    assert " INTERSECT " in sql and params == ['"a1"', '"a1"', '"b2"', '"b2"']
+    sql, params = sets_of("a1 b2 -c3")
+    assert " INTERSECT " in sql and " EXCEPT " in sql and params == ['"a1"'] * 2 + ['"b2"'] * 2 + ['"c3"'] * 2
+    sql, params = sets_of("a1 OR b2")
+    assert " INTERSECT " not in sql and params == ['"a1"', '"a1"', '"b2"', '"b2"']
+    assert params_of("title:x AND a1") == ['{title} : "x"', '"a1"', '"a1"']
+    assert params_of("anchor:x AND a1") == ['"x"', '"a1"', '"a1"']
+    assert sets_of("NOT a1") is None                   # unary NOT: SQL
+    assert sets_of("a1 OR NOT b2") is None
+    assert sets_of("a1 site:x.org") is None            # a filter: SQL
+
+
+def test_xor_sets():
+    sql, params = sets_of("a1 XOR b2")                 # (a UNION b) EXCEPT (a INTERSECT b)
+    assert " EXCEPT " in sql and " INTERSECT " in sql and params == ['"a1"', '"a1"', '"b2"', '"b2"'] * 2
+    assert sets_of("a1 XOR b2 XOR c3 XOR d4 XOR e5") is None   # longer: odd parity in SQL
 
 
 def test_user_text_never_reaches_fts_syntax():
-    # quotes, FTS5 keywords and column syntax in the query become plain tokens
-    e = fts_of('NEARx "a1 OR b2" {title}:x ^c*')
-    assert e == '("nearx") AND ("a1 b2") AND ("titl x") AND ("c")'
+    # quotes, FTS5 keywords and column syntax in the query become plain tokens, only in parameters
+    sql, params = sets_of('NEARx "a1 OR b2" {title}:x ^c*')
+    assert params == ['"nearx"'] * 2 + ['"a1 b2"'] * 2 + ['"titl x"'] * 2 + ['"c"'] * 2
+    assert "near" not in sql.lower().replace("fts where fts match", "")
 
 
 def test_stop_words_and_punctuation_drop_out():
-    assert fts_of("the telescope") == '"telescop"'
-    assert fts_of("telescope OR the") == '"telescop"'
-    assert fts_of("telescope NEAR the") == '"telescop"'
-    assert fts_of('"out of the blue"') == '"blue"'
-    assert fts_of("telescope -the") == '"telescop"'
+    assert params_of("the telescope") == ['"telescop"'] * 2
+    assert params_of("telescope OR the") == ['"telescop"'] * 2
+    assert params_of("telescope NEAR the") == ['"telescop"'] * 2
+    assert params_of('"out of the blue"') == ['"blue"'] * 2
+    assert params_of("telescope -the") == ['"telescop"'] * 2
     with pytest.raises(QuerySyntaxError, match="nothing to search for"):
         qc.plan(parse("the AND of"))
     with pytest.raises(QuerySyntaxError):
@@ -265,10 +291,11 @@ def test_stop_words_and_punctuation_drop_out():
 def test_plan_bare_words_and_filters():
     p = qc.plan(parse("telescope nebula site:x.org"))
     assert p.bare and len(p.filters) == 1
-    assert qc.fts(p.match) == '("telescop") OR ("nebula")'
-    assert qc.fts(p.first_tier) == '("telescop") AND ("nebula")'
+    match, first = qc.rowids(p.match), qc.rowids(p.first_tier)
+    assert " INTERSECT " not in match[0] and " INTERSECT " in first[0]   # any of the words; all of them
+    assert match[1] == first[1] == ['"telescop"', '"telescop"', '"nebula"', '"nebula"']
     p = qc.plan(parse("telescope AND nebula"))
-    assert not p.bare and qc.fts(p.match) == '("telescop") AND ("nebula")'
+    assert not p.bare and " INTERSECT " in qc.rowids(p.match)[0]
     p = qc.plan(parse("site:x.org after:2024-01-01"))
     assert p.match is None and len(p.filters) == 2
     p = qc.plan(parse("a1 -b2 XOR c3"))
@@ -280,7 +307,7 @@ def test_plan_bare_words_and_filters():
 def test_sql_predicates():
     c, params = qc.sql(qc.analyse(parse("NOT a1 XOR site:x.org")))
     assert "% 2 = 1" in c and "NOT (" in c
-    assert params == ['"a1"', "x.org", "%.x.org"]
+    assert params == ['"a1"', '"a1"', "x.org", "%.x.org"]
     c, params = qc.sql(qc.analyse(parse("site:my_host.org")))
     assert params[1] == "%.my\\_host.org"
     c, params = qc.sql(qc.analyse(parse("after:2024-01-01 before:2024-02-01")))
