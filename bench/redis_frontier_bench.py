@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import resource
 import shutil
 import subprocess
@@ -36,6 +35,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import redis  # noqa: E402
 import redis_servers  # noqa: E402
+from docsection import write_section  # noqa: E402
 from redis.asyncio import Redis  # noqa: E402
 
 from skitter.distributed.frontier import RedisFrontier  # noqa: E402
@@ -215,16 +215,7 @@ def _write_coordination(runs: list[dict], args, version: str) -> None:
                      f"| {r['redis_cpu_ms_per_page']:.2f} ms | {r.get('load', '')} |")
     lines += ["", f"Medians: local **{med['local']:.2f} ms**, one worker on Redis **{med['redis']:.2f} ms** "
               f"(redis-server {rmed:.2f} ms of it): **{(med['redis'] / med['local'] - 1) * 100:+.0f} %**."]
-    text = "\n".join(lines) + "\n"
-    doc = ROOT / "docs" / "distributed.md"
-    body = doc.read_text()
-    start, end = "<!-- bench:coordination:start -->", "<!-- bench:coordination:end -->"
-    block = f"{start}\n{text}{end}"
-    if start in body:
-        body = re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: block, body, flags=re.S)
-    else:
-        body = body.rstrip("\n") + "\n\n" + block + "\n"
-    doc.write_text(body)
+    _write(ROOT / "docs" / "distributed.md", "coordination", lines)
 
 
 def _write_docs(mem: dict, runs: list[dict], args, version: str) -> None:
@@ -252,16 +243,11 @@ def _write_docs(mem: dict, runs: list[dict], args, version: str) -> None:
     for r in runs:
         lines.append(f"| {r['mode']} | {r['workers']} | {r['fetched']:,} | {r['wall']:.1f} s | {r['pages_per_s']:.0f} "
                      f"| {r['cpu_ms_per_page']:.2f} ms | {r['redis_cpu_ms_per_page']:.2f} ms |")
-    text = "\n".join(lines) + "\n"
-    doc = ROOT / "docs" / "distributed.md"
-    body = doc.read_text()
-    start, end = "<!-- bench:redis-frontier:start -->", "<!-- bench:redis-frontier:end -->"
-    block = f"{start}\n{text}{end}"
-    if start in body:
-        body = re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: block, body, flags=re.S)
-    else:
-        body = body.rstrip("\n") + "\n\n" + block + "\n"
-    doc.write_text(body)
+    _write(ROOT / "docs" / "distributed.md", "redis-frontier", lines)
+
+
+def _write(doc: Path, name: str, lines: list[str]) -> None:
+    write_section(doc, "\n".join([f"<!-- bench:{name}:start -->", *lines, f"<!-- bench:{name}:end -->"]))
 
 
 if __name__ == "__main__":
