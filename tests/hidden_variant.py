@@ -30,7 +30,6 @@ from __future__ import annotations
 import html
 import itertools
 import random
-import threading
 import time
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -226,14 +225,7 @@ class ModelServer(ThreadedServer):
 
     def __init__(self, model) -> None:
         self.model = model
-        self.log: list[Hit] = []
-        self._lock = threading.Lock()
-        self._started = threading.Event()
-        self.port = 0
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        super().__init__()
 
     async def _handle(self, request):
         from aiohttp import web

@@ -26,12 +26,20 @@ class Hit:
 
 class ThreadedServer:
     """An aiohttp app serving ``self._handle`` on 127.0.0.1 (a free port, ``self.port``) in a
-    thread of its own, as a context manager. Subclasses set ``_started = threading.Event()``."""
+    thread of its own, as a context manager; ``self.log`` for the subclass's record of requests."""
 
     methods = "GET"
     what = "server"
-    _started: threading.Event
-    port: int
+
+    def __init__(self) -> None:
+        self.log: list[Hit] = []
+        self._lock = threading.Lock()
+        self._started = threading.Event()
+        self.port = 0
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         raise NotImplementedError
@@ -70,14 +78,7 @@ class StaticSite(ThreadedServer):
         self.root = Path(root).resolve()
         self.robots_txt = robots_txt
         self.latency = latency
-        self.log: list[Hit] = []
-        self._lock = threading.Lock()
-        self._started = threading.Event()
-        self.port = 0
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        super().__init__()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         t0 = time.time()
