@@ -271,7 +271,7 @@ class Crawler:
         if visit is not None:   # 6, the recrawl's way: stored if new or changed; and the next visit
             assert self.recrawl is not None   # only the recrawl makes a visit
             due = await self.recrawl.settle(visit, result, analysis, decision)
-            return replace(cand, attempts=0), replace(outcome, due=due)
+            return replace(cand, attempts=0), replace(outcome, due=due, revisit=True)
         await self._apply(cand, result, analysis, decision)            # 6
         return cand, outcome
 

@@ -154,7 +154,9 @@ class Outcome:
     server's time (the adaptive delay). ``retry_after``: the host asked to wait this many seconds
     (429/503). ``crawl_delay``: robots.txt's Crawl-delay for the host, when it was just read (0:
     none). ``due``: the URL itself comes back at this time (seconds since the epoch: a retry, a
-    page put back behind its host's robots.txt, a revisit); None: the URL is done.
+    page put back behind its host's robots.txt, a revisit); None: the URL is done. ``revisit``:
+    that due time is the URL's next revisit (a recrawl's schedule), not a retry: when it falls due
+    the URL takes turns with its host's new URLs instead of going before them all.
     """
 
     requested: bool = True
@@ -162,3 +164,4 @@ class Outcome:
     retry_after: float | None = None
     crawl_delay: float | None = None
     due: float | None = None
+    revisit: bool = False

@@ -83,9 +83,9 @@ def test_a_schema_1_directory_is_migrated_on_open(tmp_path, readonly):
     _v1_directory(tmp_path)
     db = CrawlDB(tmp_path, readonly=readonly)   # a reader migrates it once too
     c = db.conn
-    assert db.get_meta("schema_version") == SCHEMA_VERSION == 2
+    assert db.get_meta("schema_version") == SCHEMA_VERSION == 3
     cols = {r[1] for r in c.execute("PRAGMA table_info(urls)")}
-    assert "due" in cols and "response_time" in {r[1] for r in c.execute("PRAGMA table_info(fetches)")}
+    assert {"due", "revisit"} <= cols and "response_time" in {r[1] for r in c.execute("PRAGMA table_info(fetches)")}
     indexes = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert {"urls_ready", "urls_due"} <= indexes and not {"urls_queued", "links_dst"} & indexes
     assert c.execute("SELECT 1 FROM sqlite_master WHERE name = 'near_fps'").fetchone() is None
@@ -95,7 +95,7 @@ def test_a_schema_1_directory_is_migrated_on_open(tmp_path, readonly):
     texts = dict(c.execute("SELECT fp, text FROM pages"))
     assert all(isinstance(t, bytes) for t in texts.values())
     assert page_text(texts[1]) == "plain old text" and page_text(texts[2]) == "packed text"
-    assert c.execute("SELECT url, state, due FROM urls").fetchall() == [("http://a.test/", 0, None)]
+    assert c.execute("SELECT url, state, due, revisit FROM urls").fetchall() == [("http://a.test/", 0, None, 0)]
     db.close()
 
 

@@ -442,6 +442,41 @@ def test_due_times_survive_a_restart(tmp_path):
     asyncio.run(second())
 
 
+def test_revisits_take_turns_with_new_urls_and_a_retry_still_goes_first(tmp_path):
+    """A revisit due again (``Outcome.revisit``) does not go before every new URL of its host, as
+    a retry does: the two take turns, a retry or a URL put back behind robots.txt ahead of both;
+    and after a restart a revisit that had fallen due is still one."""
+    db, f, clock = make(tmp_path)
+    f.admit([cand(f"http://a.test/old{i}", 9) for i in range(3)])
+
+    async def crawl_the_old_pages():
+        for _ in range(3):
+            c = await poll(f)
+            f.finish(c, Outcome(response_time=0.0, due=clock.time() + 10.0, revisit=True))
+    asyncio.run(crawl_the_old_pages())
+    f.admit([cand(f"http://a.test/new{i}", 1) for i in range(4)])
+    clock.advance(10.0)
+
+    async def take(n: int) -> list[str]:
+        out = []
+        for _ in range(n):
+            c = await poll(f)
+            out.append(c.url.rsplit("/", 1)[1])
+            if out[-1] == "new1" and out.count("new1") == 1:   # a retry, due now: it comes back first
+                f.finish(c, Outcome(response_time=0.0, due=clock.time()))
+            else:
+                f.finish(c, Outcome(response_time=0.0))
+        return out
+    got = asyncio.run(take(5))
+    assert got == ["new0", "old0", "new1", "new1", "old1"]   # the retry did not take old1's turn
+    db.commit()
+    db.release_leases()   # old2 was promoted (state 1): as after kill -9
+    f2 = LocalFrontier(db, Politeness(delay=0.0, adaptive=0.0), clock=clock)
+    f = f2
+    assert asyncio.run(take(3)) == ["new2", "old2", "new3"]
+    assert db.conn.execute("SELECT count(*) FROM urls WHERE state != 2").fetchone()[0] == 0
+
+
 # -- waiting ------------------------------------------------------------------------------------
 
 def test_a_parked_next_ready_wakes_when_the_clock_reaches_the_host(tmp_path):

@@ -828,11 +828,12 @@ class RedisFrontier:
         local = self.local
         h = local.hosts[key]
         n = self.db.conn.execute("SELECT count(*) FROM urls WHERE host = ? AND state = 0", (key,)).fetchone()[0]
-        local._queued -= n + len(h.window)
-        local._mem -= len(h.window)
+        local._queued -= n + len(h.window) + len(h.revisits)
+        local._mem -= len(h.window) + len(h.revisits)
         self.db.ensure_tx()
         self.db.conn.execute("DELETE FROM urls WHERE host = ? AND state != 2", (key,))
         h.window.clear()
+        h.revisits.clear()
         h.first = h.ready = h.waiting = 0
         h.next_due = None
         h.scheduled = False

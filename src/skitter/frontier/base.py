@@ -88,4 +88,5 @@ class Rescheduling(Protocol):
     async def reschedule(self, changes: Sequence[tuple[Candidate, float]]) -> None:
         """Make each candidate's URL due at the given time (epoch seconds): a done URL is queued
         again, a URL waiting for a due time gets this one; a URL ready now or in flight is left
-        alone; a URL never admitted is admitted first."""
+        alone; a URL never admitted is admitted first. Each comes back as a revisit
+        (``Outcome.revisit``): it takes turns with its host's other URLs."""

@@ -7,7 +7,7 @@ exact URL-seen set (found by fingerprint through a unique index), so nothing liv
 
     state 0, due NULL   queued on disk, ready   -> refilled into its host's window (state 1)
     state 0, due T      queued on disk, due at T (epoch seconds: a retry, a revisit) -> made
-                        ready (due NULL) when T has come
+                        ready (due NULL) when T has come; ``revisit`` = 1 for a revisit
     state 1             in a window or in flight -> 2 when done, or 0 with a due time again
     state 2             done
 
@@ -17,6 +17,11 @@ new URL goes to the window only if it beats the window's worst (which then retur
 memory stays bounded whatever the crawl order (DFS included). The two partial indexes (ready rows
 by priority, waiting rows by due time) make a host's next URL or next due time one B-tree seek,
 however many URLs wait on disk.
+
+A URL back from a due time goes first: a retry, or a URL put back behind its host's robots.txt,
+comes back as if it had never left. A revisit (a recrawl's schedule, ``Outcome.revisit``) instead
+takes turns with its host's other URLs, so revisits at the host's polite pace do not starve the
+host's discovery, nor new URLs its revisits.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 from bisect import insort
+from collections import deque
 from dataclasses import replace
 from collections.abc import Iterable, Sequence
 
@@ -42,8 +48,8 @@ _FIRST = float("inf")   # a window key ahead of every priority: URLs back from a
 
 
 class _Host:
-    __slots__ = ("key", "clock", "window", "first", "ready", "waiting", "next_due", "scheduled", "entry",
-                 "ready_priority")
+    __slots__ = ("key", "clock", "window", "first", "revisits", "revisit_turn", "ready", "waiting", "next_due",
+                 "scheduled", "entry", "ready_priority")
 
     def __init__(self, key: str, policy: Politeness) -> None:
         self.key = key
@@ -51,6 +57,8 @@ class _Host:
         # sorted ascending by (priority, -seq): the best candidate is window[-1]
         self.window: list[tuple[float, int, Candidate]] = []
         self.first = 0            # of those, URLs back from a due time (window key +inf, see _promote)
+        self.revisits: deque[Candidate] = deque()   # revisits fallen due, in that order (see _take)
+        self.revisit_turn = False  # the host's next URL is a revisit, if it has one
         self.ready = 0            # rows of this host on disk, ready (state 0, due NULL)
         self.waiting = 0          # rows of this host on disk with a due time (state 0, due T)
         self.next_due: float | None = None   # the earliest of those due times (epoch seconds)
@@ -59,10 +67,29 @@ class _Host:
         self.ready_priority: float | None = None  # its key in the ready heap (None: in the timers)
 
     def has_ready(self) -> bool:
-        return bool(self.window) or self.ready > 0
+        return bool(self.window) or bool(self.revisits) or self.ready > 0
 
     def has_work(self) -> bool:
-        return bool(self.window) or self.ready > 0 or self.waiting > 0
+        return self.has_ready() or self.waiting > 0
+
+    def revisit_next(self) -> bool:
+        """Whether the host's next URL is its oldest revisit: a URL back from a due time (a retry)
+        goes first, and revisits and the host's other URLs take turns."""
+        if not self.revisits:
+            return False
+        return not self.window or (self.revisit_turn and self.window[-1][0] != _FIRST)
+
+    def take(self) -> Candidate:
+        """The host's next URL, out of its window or its revisits (``revisit_next``)."""
+        if self.revisit_next():
+            self.revisit_turn = False
+            return self.revisits.popleft()
+        prio, _, cand = self.window.pop()
+        if prio == _FIRST:
+            self.first -= 1
+        elif self.revisits:
+            self.revisit_turn = True
+        return cand
 
 
 class LocalFrontier:
@@ -194,27 +221,32 @@ class LocalFrontier:
 
     def _promote(self, h: _Host, now: float) -> None:
         """URLs whose due time has come go into their host's window ahead of its other URLs, in
-        the order they fell due: a URL put back (a retry, robots.txt read in its slot, a revisit)
-        comes back first, as if it had never left (the window holds it under priority +inf; its
-        row keeps its own). At most a window of them at a time; the rest stay due on disk."""
+        the order they fell due: a URL put back (a retry, robots.txt read in its slot) comes back
+        first, as if it had never left (the window holds it under priority +inf; its row keeps its
+        own); a revisit joins the host's revisits, which take turns with its other URLs. At most a
+        window of them at a time; the rest stay due on disk."""
         horizon = now + self._epoch + DUE_SLACK
-        room = self.window - h.first
+        room = self.window - h.first - len(h.revisits)
         if h.next_due is None or h.next_due > horizon or room <= 0:
             return
         self.db.ensure_tx()
         conn = self.db.conn
         rows = conn.execute(
-            "SELECT fp, url, depth, parent, priority, seq, redirects, attempts FROM urls"
+            "SELECT fp, url, depth, parent, priority, seq, redirects, attempts, revisit FROM urls"
             " WHERE host = ? AND state = 0 AND due IS NOT NULL AND due <= ? ORDER BY due, seq LIMIT ?",
             (h.key, horizon, room)).fetchall()
         conn.executemany("UPDATE urls SET due = NULL, state = 1 WHERE fp = ?", [(r[0],) for r in rows])
-        for _fp, url, depth, parent, priority, _seq, redirects, attempts in rows:
-            self._tick += 1
-            insort(h.window, (_FIRST, -self._tick, Candidate(url=url, depth=depth, parent=parent, priority=priority,
-                                                             redirects=redirects, attempts=attempts)))
-            h.first += 1
+        for _fp, url, depth, parent, priority, _seq, redirects, attempts, revisit in rows:
+            cand = Candidate(url=url, depth=depth, parent=parent, priority=priority, redirects=redirects,
+                             attempts=attempts)
             self._mem += 1
-            if len(h.window) > self.window or self._mem > self.memory_cap:
+            if revisit:
+                h.revisits.append(cand)
+            else:
+                self._tick += 1
+                insort(h.window, (_FIRST, -self._tick, cand))
+                h.first += 1
+            if h.window and (len(h.window) > self.window or self._mem > self.memory_cap):
                 self._evict(h)
         h.waiting = max(0, h.waiting - len(rows))
         h.next_due = conn.execute("SELECT min(due) FROM urls WHERE host = ? AND state = 0 AND due IS NOT NULL",
@@ -231,7 +263,7 @@ class LocalFrontier:
             room = 1    # a ready host needs at least its best URL in memory
         self.db.ensure_tx()
         rows = self.db.conn.execute(
-            "SELECT fp, url, depth, parent, priority, seq, redirects, attempts FROM urls"
+            "SELECT fp, url, depth, parent, priority, seq, redirects, attempts, revisit FROM urls"
             " WHERE host = ? AND state = 0 AND due IS NULL ORDER BY priority DESC, seq LIMIT ?",
             (h.key, room)).fetchall()
         if not rows:
@@ -239,10 +271,13 @@ class LocalFrontier:
             return
         self.db.conn.executemany("UPDATE urls SET state = 1 WHERE fp = ?", [(r[0],) for r in rows])
         h.ready = max(0, h.ready - len(rows))
-        for _fp, url, depth, parent, priority, seq, redirects, attempts in rows:
+        for _fp, url, depth, parent, priority, seq, redirects, attempts, revisit in rows:
             cand = Candidate(url=url, depth=depth, parent=parent, priority=priority,
                              redirects=redirects, attempts=attempts)
-            insort(h.window, (priority, -seq, cand))
+            if revisit:   # a revisit that had fallen due before a resume
+                h.revisits.append(cand)
+            else:
+                insort(h.window, (priority, -seq, cand))
         self._mem += len(rows)
 
     def _schedule(self, h: _Host, now: float) -> None:
@@ -259,7 +294,7 @@ class LocalFrontier:
             start = max(start, h.next_due - self._epoch - DUE_SLACK)
         if start <= now:
             self._refill(h, now)
-            if not h.window:
+            if not h.window and not h.revisits:
                 if not h.waiting:
                     return
                 assert h.next_due is not None  # rows waiting have a due time
@@ -269,7 +304,7 @@ class LocalFrontier:
             heapq.heappush(self._timers, (start, self._tick, h.key))
             h.ready_priority = None
         else:
-            h.ready_priority = h.window[-1][0]
+            h.ready_priority = _FIRST if h.revisit_next() else h.window[-1][0]
             heapq.heappush(self._ready, (-h.ready_priority, self._tick, h.key))
         h.entry = self._tick
         h.scheduled = True
@@ -297,12 +332,10 @@ class LocalFrontier:
                 self._schedule(h, now)
                 continue
             self._refill(h, now)
-            if not h.window:
+            if not h.window and not h.revisits:
                 self._schedule(h, now)
                 continue
-            prio, _, cand = h.window.pop()
-            if prio == _FIRST:
-                h.first -= 1
+            cand = h.take()
             self._mem -= 1
             self._queued -= 1
             self._leases[fingerprint(cand.url)] = h.clock.started(now)
@@ -356,8 +389,9 @@ class LocalFrontier:
         if outcome.due is None:
             self.db.conn.execute("UPDATE urls SET state = 2 WHERE fp = ?", (fp,))
         else:
-            self.db.conn.execute("UPDATE urls SET state = 0, due = ?, attempts = ?, redirects = ? WHERE fp = ?",
-                                 (outcome.due, candidate.attempts, candidate.redirects, fp))
+            self.db.conn.execute("UPDATE urls SET state = 0, due = ?, attempts = ?, redirects = ?, revisit = ?"
+                                 " WHERE fp = ?",
+                                 (outcome.due, candidate.attempts, candidate.redirects, int(outcome.revisit), fp))
             h.waiting += 1
             self._queued += 1
             if h.next_due is None or outcome.due < h.next_due:
@@ -437,8 +471,8 @@ class LocalFrontier:
                 self._remember(fp)
                 self.seq += 1
                 conn.execute(
-                    "INSERT INTO urls (fp, url, host, depth, parent, priority, seq, state, redirects, due)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+                    "INSERT INTO urls (fp, url, host, depth, parent, priority, seq, state, redirects, due, revisit)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 1)",
                     (fp, cand.url, h.key, cand.depth, cand.parent, cand.priority, self.seq, cand.redirects, due))
                 h.waiting += 1
                 self._queued += 1
@@ -450,7 +484,7 @@ class LocalFrontier:
             if state == 1 or (state == 0 and old_due is None):
                 continue   # in a window, in flight, or ready now
             if state == 2:
-                conn.execute("UPDATE urls SET state = 0, due = ?, attempts = 0, priority = max(priority, ?)"
+                conn.execute("UPDATE urls SET state = 0, due = ?, attempts = 0, priority = max(priority, ?), revisit = 1"
                              " WHERE fp = ?", (due, cand.priority, fp))
                 h.waiting += 1
                 self._queued += 1

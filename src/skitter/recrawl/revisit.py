@@ -261,7 +261,7 @@ class Recrawl:
         wait = self.bucket.reserve() if due is None else max(due - now, 0.0)
         if wait > EARLY:
             self.tokens_due[fp] = now + wait
-            return Visit(cand, page, outcome=Outcome(requested=False, due=self.clock.time() + wait))
+            return Visit(cand, page, outcome=Outcome(requested=False, due=self.clock.time() + wait, revisit=True))
         headers = {}
         if page["etag"]:
             headers["If-None-Match"] = page["etag"]
@@ -302,7 +302,7 @@ class Recrawl:
             return None
         now = self.clock.time()
         if "unreachable" in error:
-            return Outcome(requested=False, due=now + UNREACHABLE_WAIT)
+            return Outcome(requested=False, due=now + UNREACHABLE_WAIT, revisit=True)
         self.store.record_fetch(visit.cand, {"url": visit.cand.url, "final_url": None, "status": None,
                                              "error": error, "fetched_at": None, "depth": visit.cand.depth,
                                              "parent": visit.cand.parent}, counted=False, again=True)

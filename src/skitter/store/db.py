@@ -64,7 +64,7 @@ from collections.abc import Iterator
 
 from ..errors import CrawlDirError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_NAME = "crawl.db"
 
 SCHEMA = """
@@ -81,7 +81,8 @@ CREATE TABLE IF NOT EXISTS urls (
     state INTEGER NOT NULL DEFAULT 0,
     redirects INTEGER NOT NULL DEFAULT 0,
     attempts INTEGER NOT NULL DEFAULT 0,
-    due REAL
+    due REAL,
+    revisit INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS urls_ready ON urls (host, priority DESC, seq) WHERE state = 0 AND due IS NULL;
 CREATE INDEX IF NOT EXISTS urls_due ON urls (host, due) WHERE state = 0 AND due IS NOT NULL;
@@ -445,4 +446,9 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE pages SET text = pack_text(text) WHERE typeof(text) = 'text'")
 
 
-MIGRATIONS = {1: _v1_to_v2}   # from version -> the step to the next
+def _v2_to_v3(conn: sqlite3.Connection) -> None:
+    """urls.revisit: a URL's due time is its next revisit, not a retry (frontier/local.py)."""
+    conn.execute("ALTER TABLE urls ADD COLUMN revisit INTEGER NOT NULL DEFAULT 0")
+
+
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}   # from version -> the step to the next
