@@ -67,6 +67,11 @@ time it is accessed") is taken as once a minute; "never" (archived) as the slowe
 
 _GEOMETRIC_STEP = 4.0
 _SHAPE_MIN, _SHAPE_MAX = 0.05, 100.0
+# Widening a fitted prior (fit_site_prior) stops at this shape, the Jeffreys prior's for a Poisson
+# rate. With a handful of pages the standard error is large, and widening down to _SHAPE_MIN put
+# most of the prior's mass orders of magnitude below its mean: on 8-page sites a new page with one
+# unchanged visit got a median of 0.05 times the site's rate (40 simulated sites, docs/recrawl.md).
+_WIDEST_SHAPE = 0.5
 _MAX_STEPS = 200
 _SOLVER_STEPS = 200
 _RTOL = 1e-12
@@ -505,8 +510,8 @@ def fit_site_prior(histories: Sequence[History], *, classes: Sequence[float] | n
     page's interval too narrow (coverage fell to 0.83 at 0.95 on one simulated site of 300
     pages). So the fitted shape and rate are both divided by e^(se), se the standard error of the
     log shape (from the observed information): same mean, a wider prior, and intervals that
-    cover at about their level (0.94–0.99 in the twenty simulated sites of docs/recrawl.md). A
-    page's own history is part of the fit; with five or more pages that counts little.
+    cover at about their level (0.94–0.99 in the twenty simulated sites of docs/recrawl.md); but
+    never below shape 0.5 (``_WIDEST_SHAPE``) unless the fit itself is. A page's own history is part of the fit; with five or more pages that counts little.
     """
     grid = _check_classes(classes)
     known = [h for h in histories if _intervals(h)[0].size]
@@ -548,7 +553,8 @@ def fit_prior_to_likelihoods(loglik: np.ndarray, classes: Sequence[float] | np.n
     start = np.array([0.0, min(max(-math.log(mean), bounds[1][0]), bounds[1][1])])
     result = minimize(negative, start, jac=True, method="L-BFGS-B", bounds=bounds)
     shape, rate = np.exp(result.x)
-    wider = max(shape * math.exp(-_standard_error(lambda theta: negative(theta)[1], result.x)), _SHAPE_MIN)
+    wider = max(shape * math.exp(-_standard_error(lambda theta: negative(theta)[1], result.x)),
+                min(shape, _WIDEST_SHAPE))
     return GammaPrior(float(wider), float(rate * wider / shape))
 
 
