@@ -121,3 +121,31 @@ def test_bad_input_is_one_error_line(recrawled, tmp_path: Path) -> None:
         res = skitter("eval-fresh", *args) if i in (1, 4) else in_process("eval-fresh", *args)
         line = one_error_line(res)
         assert line.startswith("skitter: error:") and message in line, (args, line)
+
+
+def test_the_demo_command_crawls_and_recrawls_the_changing_web(tmp_path: Path) -> None:
+    """``skitter demo --changing --for 20s`` as the README has it: serves the changing web (a
+    wall-clock minute an hour of its life), crawls it, revisits it for the rest of the 20 s and
+    leaves the change log, on which ``eval-fresh`` scores the recrawl."""
+    import sqlite3
+
+    out = tmp_path / "d"
+    res = skitter("demo", "--changing", "--pages", "200", "--hosts", "2", "--for", "20s", "--rate", "5",
+                  "-o", str(out), timeout=180)
+    assert res.returncode == 0, res.stderr
+    assert f"skitter eval-fresh {out} --changes {out}/changes.json" in res.stdout
+    log = json.loads((out / "changes.json").read_text())
+    assert set(log) >= {"from", "to", "changes", "rates"} and 15 < log["to"] - log["from"] < 60
+    assert len(log["rates"]) > 150 and sum(map(len, log["changes"].values())) > 0
+    conn = sqlite3.connect(out / "crawl.db")
+    try:
+        kinds = dict(conn.execute("SELECT kind, count(*) FROM recrawl_visits GROUP BY kind").fetchall())
+    finally:
+        conn.close()
+    assert kinds.get("first", 0) > 150 and kinds.get("changed", 0) > 0, kinds
+    assert kinds.get("304", 0) + kinds.get("same", 0) > 0, kinds   # revisits of unchanged pages
+    res = skitter("eval-fresh", str(out), "--changes", str(out / "changes.json"), "--json")
+    assert res.returncode == 0, res.stderr
+    (ev,) = json.loads(res.stdout).values()
+    assert ev["pages"] > 150 and ev["scores"]["recrawl"]["fetches"] > 0
+    assert 0 <= ev["scores"]["recrawl"]["freshness"] <= 1
