@@ -257,3 +257,35 @@ def test_crawl_page_stats_and_plots(demo, page):
     shot(page, "crawl")
     resp = page.goto(demo.base + "/plot/nope.png")
     assert resp.status == 404
+
+
+@pytest.fixture(scope="module")
+def recrawled(tmp_path_factory):
+    """A recrawl of 2 hours (fake time) of the changing demo web, served."""
+    from skitter.demo.changing import ChangeConfig
+    from skitter.demo.web import DemoWeb
+    from skitter.recrawl.evaluate import run_fake_recrawl
+    from skitter.testing import EPOCH
+
+    change = ChangeConfig(speed=1.0, static_share=0.3, min_interval=60.0, max_interval=2 * 3600.0, new_per_hour=0.0)
+    web = DemoWeb(DemoConfig(pages=60, hosts=2, changing=change), ["http://127.0.0.2:8000", "http://127.0.0.3:8000"],
+                  start_epoch=EPOCH)
+    out = tmp_path_factory.mktemp("webui-recrawl") / "crawl"
+    run_fake_recrawl(out, web, hours=2.0, rate=0.02, importance="pagerank", warmup_hours=0)
+    served = Served(out)
+    yield served
+    served.stop()
+
+
+def test_crawl_page_of_a_recrawl_shows_freshness_and_change_intervals(recrawled, page):
+    """The incremental crawler's rows (estimated freshness, revisits, the change-interval
+    histogram per site) and its two plots beside the four of every crawl, all of them drawn."""
+    page.goto(recrawled.base + "/crawl")
+    stats = page.inner_text("#stats")
+    for key in ("recrawl: freshness", "recrawl: intervals on 127.0.0.2:8000", "never changed"):
+        assert key in stats, stats
+    srcs = page.eval_on_selector_all("img.plot", "els => els.map(e => e.getAttribute('src'))")
+    assert sorted(srcs) == sorted(f"/plot/{n}.png" for n in ("pages", "status", "hosts", "queue", "freshness",
+                                                             "intervals"))
+    page.wait_for_function("() => [...document.images].every(i => i.complete && i.naturalWidth > 0)")
+    shot(page, "crawl_recrawl")
