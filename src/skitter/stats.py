@@ -150,7 +150,7 @@ def _histogram(h: dict[str, int]) -> str:
     return ", ".join(f"{label}: {n}" for label, n in h.items())
 
 
-def _duration(seconds: float | None) -> str:
+def duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
@@ -229,14 +229,14 @@ def render(s: dict[str, Any]):
             ("per hour", per_hour),
             ("change intervals", f"{r['never_changed']} of {r['estimated']} pages revisited never seen changing;"
                                  " the others' estimated intervals "
-                                 + " / ".join(_duration(x) for x in r["change_interval_quartiles"])
+                                 + " / ".join(duration(x) for x in r["change_interval_quartiles"])
                                  + " (quartiles)"),
             ("interval histogram", _histogram(r["change_intervals"])
                                    + " (pages revisited, by estimated change interval; 10 % / 90 % of the changing: "
-                                   + " / ".join(_duration(r["change_interval_deciles"][k]) for k in ("p10", "p90"))
+                                   + " / ".join(duration(r["change_interval_deciles"][k]) for k in ("p10", "p90"))
                                    + ")"),
             ("per site", ", ".join(f"{x['host']}: {x['changing']} of {x['pages']} changing, median "
-                                   f"{_duration(x['median_interval'])}" for x in r["sites"]) or "-"),
+                                   f"{duration(x['median_interval'])}" for x in r["sites"]) or "-"),
         ]
         rows += [(f"  {x['host']}", _histogram(x["intervals"])) for x in r["sites"]]
     w = s.get("watchdog")

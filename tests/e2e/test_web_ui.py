@@ -282,7 +282,7 @@ def test_crawl_page_of_a_recrawl_shows_freshness_and_change_intervals(recrawled,
     histogram per site) and its two plots beside the four of every crawl, all of them drawn."""
     page.goto(recrawled.base + "/crawl")
     stats = page.inner_text("#stats")
-    for key in ("recrawl: freshness", "recrawl: intervals on 127.0.0.2:8000", "never changed"):
+    for key in ("recrawl: freshness", "recrawl: intervals on 127.0.0.2:8000", "never changed", " min, "):
         assert key in stats, stats
     srcs = page.eval_on_selector_all("img.plot", "els => els.map(e => e.getAttribute('src'))")
     assert sorted(srcs) == sorted(f"/plot/{n}.png" for n in ("pages", "status", "hosts", "queue", "freshness",

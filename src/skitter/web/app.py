@@ -230,12 +230,17 @@ def create_app(directory: Path | str | None, labels=None, topic: str | None = No
 
     def crawl(request: Request) -> Response:
         from ..cli_distributed import cluster_lines
+        from ..stats import duration
 
         s, error = summary()
         c, cluster_error = cluster()
         recrawl = s.pop("recrawl", None)
         rows = [(k, _fmt(v)) for k, v in s.items()]
         if recrawl:   # the incremental crawler's collection (docs/recrawl.md), a row each
+            for k in ("change_interval_quartiles", "change_interval_deciles"):   # seconds, shown as durations
+                v = recrawl.get(k)
+                recrawl[k] = ([duration(x) for x in v] if isinstance(v, list)
+                              else {q: duration(x) for q, x in v.items()} if isinstance(v, dict) else v)
             rows += [(f"recrawl: {k.replace('_', ' ')}", _fmt(v)) for k, v in recrawl.items() if k != "sites"]
             rows.append(("recrawl: sites", ", ".join(f"{x['host']} ({x['changing']} of {x['pages']} changing)"
                                                      for x in recrawl["sites"]) or "-"))
