@@ -271,7 +271,12 @@ def recrawled(tmp_path_factory):
     web = DemoWeb(DemoConfig(pages=60, hosts=2, changing=change), ["http://127.0.0.2:8000", "http://127.0.0.3:8000"],
                   start_epoch=EPOCH)
     out = tmp_path_factory.mktemp("webui-recrawl") / "crawl"
-    run_fake_recrawl(out, web, hours=2.0, rate=0.02, importance="pagerank", warmup_hours=0)
+    # in a thread of its own: the browser's sync API runs an event loop in this one
+    t = threading.Thread(target=run_fake_recrawl, args=(out, web),
+                         kwargs={"hours": 2.0, "rate": 0.02, "importance": "pagerank", "warmup_hours": 0})
+    t.start()
+    t.join(timeout=300)
+    assert not t.is_alive() and (out / "crawl.db").exists()
     served = Served(out)
     yield served
     served.stop()
