@@ -110,7 +110,7 @@ async def _work(directory: Path, redis_url: str, crawl_id: str, config: CrawlCon
         from .strategies.importance import _Importance
 
         if isinstance(crawler.scorer, _Importance):   # backlinks, pagerank (OPIC): the cluster's signals
-            frontier.share_importance(crawler.scorer)
+            frontier.share_importance(crawler.scorer, crawler.link_filter.may_enter)
         frontier.start()
         try:
             await crawler.run()

@@ -151,6 +151,38 @@ def test_importance_is_the_clusters_and_moves_with_its_host(redis_server):
     asyncio.run(go())
 
 
+def test_importance_is_shared_only_for_urls_that_may_enter(redis_server):
+    """A page's links out of the crawl's scope (or too long, or a trap of repeated segments) get no
+    entry in their host's importance hash: only URLs the link filter may ever admit are shared."""
+    from skitter.config import CrawlConfig
+    from skitter.linkfilter import LinkFilter
+    from skitter.models import Link, Page
+    from skitter.strategies.base import ParentContext
+    from skitter.strategies.importance import BacklinkScorer
+    from skitter.urls import fingerprint
+
+    async def go():
+        a = Worker(redis_server.url, "wa", "t-scope")
+        try:
+            seed = "http://inside.test/"
+            scorer = BacklinkScorer()
+            link_filter = LinkFilter(CrawlConfig(seeds=(seed,), max_repeated_segments=2), [seed])
+            a.f.share_importance(scorer, link_filter.may_enter)
+            inside, outside = "http://inside.test/a", "http://outside.test/b"
+            trap = "http://inside.test/x/y/x/y/x/y/x/y/"
+            page = Page(links=[Link(inside), Link(outside), Link(trap)])
+            parent = ParentContext(url=seed, page=page, depth=0, priority=0.0, relevance=scorer.relevance(seed, page))
+            await a.f.reprioritize(scorer.on_page(parent, page.links))
+            imp = a.f.keys.host("inside.test", "imp")
+            assert await a.client.hgetall(imp) == {str(fingerprint(inside)).encode(): b"1"}
+            assert await a.client.exists(a.f.keys.host("outside.test", "imp")) == 0
+            assert not link_filter.rejected   # nothing counted as rejected: no URL was offered
+        finally:
+            await a.close()
+
+    asyncio.run(go())
+
+
 def test_a_host_that_moves_keeps_its_politeness_state(redis_server):
     """Its next allowed time, robots.txt's Crawl-delay and its last response time (the adaptive
     delay) go with the host to its next holder."""

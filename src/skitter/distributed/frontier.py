@@ -24,7 +24,13 @@ What lives where (``P`` = ``sk``, ``C`` = the crawl id, ``H`` = a host key):
                               (pipelined), and the script also writes the new total as the
                               priority of the URL's record in ``q`` if it is higher, so a host
                               that moves keeps the order; the totals go to the host's owner in its
-                              inbox with the next heartbeat.
+                              inbox with the next heartbeat. Only URLs the link filter may ever
+                              admit (scope, URL length, repeated segments) are counted.
+- ``sk:{C/H}:done``          on a Redis Cluster: a sorted set, fingerprint -> when (the node's
+                              clock, ms) of the host's URLs done in the last ``DONE_HORIZON``
+                              seconds (at most ``DONE_MAX``), written and trimmed by the script that
+                              removes their records; the cluster's admission queues none of them
+                              again (:meth:`RedisFrontier._add_cluster`).
 - ``sk:{C}:members``          a sorted set, worker -> its last heartbeat (epoch seconds); the
                               live ones (a heartbeat within ``member_ttl``) form the ring
                               (:class:`~.ring.Ring`, consistent hashing with virtual nodes).
@@ -59,7 +65,7 @@ import socket
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from redis import exceptions as rex
@@ -367,6 +373,7 @@ class RedisFrontier:
         self.budget_spent = False                 # a reservation failed: this worker is done
         self._give_back = 0                       # reservations to give back (fetches that did not count)
         self.importance: Any = None               # the importance scorer whose signals are shared
+        self._may_enter: Callable[[str], bool] | None = None   # which URLs' signals are shared
         self._priorities_out: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)   # owner -> host -> url -> total
 
     # -- the Frontier interface -----------------------------------------------------------------
@@ -640,10 +647,13 @@ class RedisFrontier:
     def seen_recently(self, url: str) -> bool:
         return self.local.seen_recently(url)
 
-    def share_importance(self, scorer) -> None:   # noqa: ANN001 - an importance scorer
-        """Share the importance strategy's signals (in-link counts, OPIC cash) through Redis."""
+    def share_importance(self, scorer, may_enter: Callable[[str], bool] | None = None) -> None:   # noqa: ANN001
+        """Share the importance strategy's signals (in-link counts, OPIC cash) through Redis: for the
+        URLs ``may_enter`` accepts (the link filter's test of what may ever be admitted: scope, URL
+        length, repeated segments), or all."""
         scorer.shared = True
         self.importance = scorer
+        self._may_enter = may_enter
 
     async def reprioritize(self, changes: Sequence[tuple[str, float]]) -> None:
         """Raise queued URLs' priorities: this worker's own estimate; or, with
@@ -653,6 +663,9 @@ class RedisFrontier:
             return
         scorer = self.importance
         deltas = scorer.take_deltas()
+        if deltas and self._may_enter is not None:   # none for a URL that never enters the frontier
+            may_enter = self._may_enter
+            deltas = {url: amount for url, amount in deltas.items() if may_enter(url)}
         if not deltas:
             return
         by_host: dict[str, list[str]] = defaultdict(list)
