@@ -367,31 +367,38 @@ def test_a_url_done_during_an_admission_on_a_cluster_is_not_queued_again(redis_c
 
 
 def test_the_set_of_urls_done_recently_is_bounded(redis_cluster, monkeypatch):
-    """On a cluster a host's URLs done are kept for the horizon only (and at most DONE_MAX of
-    them), the key expiring with it; a URL done longer ago than that is not kept."""
+    """On a cluster a host's URLs done are kept for the horizon only (trimmed by the script that
+    writes the next ones, the key expiring with the horizon) and at most DONE_MAX of them."""
     import skitter.distributed.frontier as frontier_module
+    from skitter.urls import fingerprint
 
-    monkeypatch.setattr(frontier_module, "DONE_MAX", 3)
+    monkeypatch.setattr(frontier_module, "DONE_MAX", 4)
 
     async def go():
-        (a,), clients, dirs = await _cluster_workers(redis_cluster.url, "done-bound", ("wa",), done_horizon=0.5)
+        (a,), clients, dirs = await _cluster_workers(redis_cluster.url, "done-bound", ("wa",), done_horizon=1.0)
         try:
             host = "bounded.test"
             done = a.keys.host(host, "done")
 
-            async def fetch(n: int, tag: str) -> None:
+            async def fetch(tag: str, n: int = 1) -> None:
                 assert len(await a.add([Candidate(f"http://{host}/{tag}{i}") for i in range(n)])) == n
                 for _ in range(n):
                     cand = await asyncio.wait_for(a.next_ready(), 5)
                     await a.done(cand, Outcome(response_time=0.0))
 
-            await fetch(5, "a")
-            assert await clients[0].zcard(done) == 3            # DONE_MAX: the latest three
-            assert 0 < await clients[0].pttl(done) <= 500       # the horizon
+            await fetch("a", 6)
+            assert await clients[0].zcard(done) == 4              # DONE_MAX (the oldest dropped)
+            assert 0 < await clients[0].pttl(done) <= 1000        # the horizon
+            await asyncio.sleep(1.1)
+            assert await clients[0].exists(done) == 0             # expired with the horizon
+            await fetch("b", 2)
             await asyncio.sleep(0.6)
-            assert await clients[0].exists(done) == 0           # expired with the horizon
-            await fetch(1, "b")
-            assert await clients[0].zcard(done) == 1
+            await fetch("c")
+            assert await clients[0].zcard(done) == 3
+            await asyncio.sleep(0.6)                              # b's over the horizon, c's not
+            await fetch("d")
+            assert set(await clients[0].zrange(done, 0, -1)) == {
+                str(fingerprint(f"http://{host}/{t}0")).encode() for t in "cd"}
         finally:
             await _close_all(clients, dirs)
 
