@@ -110,7 +110,7 @@ async def _work(directory: Path, redis_url: str, crawl_id: str, config: CrawlCon
         from .strategies.importance import _Importance
 
         if isinstance(crawler.scorer, _Importance):   # backlinks, pagerank (OPIC): the cluster's signals
-            frontier.share_importance(crawler.scorer)
+            frontier.share_importance(crawler.scorer, crawler.link_filter.may_enter)
         frontier.start()
         try:
             await crawler.run()
@@ -167,41 +167,58 @@ def worker(redis_url: str, output: str, crawl_id: str, quiet: bool) -> None:
         sys.exit(130)
 
 
-async def cluster_stats(redis_url: str, crawl_id: str) -> dict[str, Any]:
+async def cluster_stats(redis_url: str, crawl_id: str, *, timeout: float | None = None) -> dict[str, Any]:  # noqa: ASYNC109
+    """The cluster's figures (``stats --redis``, the web UI's crawl page). ``timeout``: seconds for
+    the connection and for each command (the web UI's, short); None: the default connect timeout
+    and no read timeout. Raises :class:`RedisError` (:class:`RedisUnreachable` when Redis cannot
+    be reached or stops answering)."""
+    import redis.exceptions as rex
+
+    from .distributed.redis_url import connect, explain_lost
+
+    if timeout is None:
+        client = await _connect(redis_url)
+    else:
+        client = await connect(redis_url, timeout=timeout, command_timeout=timeout)
+    try:
+        return await _cluster_figures(client, crawl_id)
+    except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+        raise explain_lost(exc, redis_url) from exc
+    finally:
+        await client.aclose()
+
+
+async def _cluster_figures(client, crawl_id: str) -> dict[str, Any]:   # noqa: ANN001 - a Redis client
     from .distributed.frontier import CrawlKeys, read_crawl_config
 
     keys = CrawlKeys(crawl_id)
-    client = await _connect(redis_url)
-    try:
-        config = await read_crawl_config(client, keys)
-        if config is None:
-            raise RedisError(f"no crawl {crawl_id!r} in that Redis")
-        now = time.time()
-        members = await client.zrange(keys.members, 0, -1, withscores=True)
-        workers = []
-        for name, beat in members:
-            name = name.decode() if isinstance(name, bytes) else name
-            raw = {k.decode(): v.decode() for k, v in (await client.hgetall(keys.stats(name))).items()}
-            w = {"worker": name, "alive": now - beat < 5.0, "last_heartbeat_s": round(now - beat, 1)}
-            for k in ("fetched", "queued", "in_flight", "hosts", "handed_off", "moved_in", "moved_out"):
-                w[k] = int(float(raw.get(k, 0)))
-            started = float(raw.get("started", 0) or 0)
-            at = float(raw.get("at", 0) or 0)
-            w["pages_per_s"] = round(w["fetched"] / (at - started), 1) if started and at > started else 0.0
-            workers.append(w)
-        pending = int(await client.get(keys.pending) or 0)
-        hosts = await client.scard(keys.hosts)
-        budget = int(config.get("max_pages") or 0)
-        used = int(await client.get(keys.budget) or 0) if budget else None
-        return {"crawl_id": crawl_id, "pending": pending, "finished": pending == 0, "hosts": hosts,
-                "max_pages": budget or None, "max_pages_used": used,
-                "budget_spent": bool(budget) and used is not None and used >= budget,
-                "workers_alive": sum(w["alive"] for w in workers), "workers": workers,
-                "fetched": sum(w["fetched"] for w in workers),
-                "pages_per_s": round(sum(w["pages_per_s"] for w in workers if w["alive"]), 1),
-                "seeds": config.get("seeds", [])}
-    finally:
-        await client.aclose()
+    config = await read_crawl_config(client, keys)
+    if config is None:
+        raise RedisError(f"no crawl {crawl_id!r} in that Redis")
+    now = time.time()
+    members = await client.zrange(keys.members, 0, -1, withscores=True)
+    workers = []
+    for name, beat in members:
+        name = name.decode() if isinstance(name, bytes) else name
+        raw = {k.decode(): v.decode() for k, v in (await client.hgetall(keys.stats(name))).items()}
+        w = {"worker": name, "alive": now - beat < 5.0, "last_heartbeat_s": round(now - beat, 1)}
+        for k in ("fetched", "queued", "in_flight", "hosts", "handed_off", "moved_in", "moved_out"):
+            w[k] = int(float(raw.get(k, 0)))
+        started = float(raw.get("started", 0) or 0)
+        at = float(raw.get("at", 0) or 0)
+        w["pages_per_s"] = round(w["fetched"] / (at - started), 1) if started and at > started else 0.0
+        workers.append(w)
+    pending = int(await client.get(keys.pending) or 0)
+    hosts = await client.scard(keys.hosts)
+    budget = int(config.get("max_pages") or 0)
+    used = int(await client.get(keys.budget) or 0) if budget else None
+    return {"crawl_id": crawl_id, "pending": pending, "finished": pending == 0, "hosts": hosts,
+            "max_pages": budget or None, "max_pages_used": used,
+            "budget_spent": bool(budget) and used is not None and used >= budget,
+            "workers_alive": sum(w["alive"] for w in workers), "workers": workers,
+            "fetched": sum(w["fetched"] for w in workers),
+            "pages_per_s": round(sum(w["pages_per_s"] for w in workers if w["alive"]), 1),
+            "seeds": config.get("seeds", [])}
 
 
 def cluster_state(s: dict[str, Any]) -> str:

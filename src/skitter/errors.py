@@ -7,7 +7,8 @@
     │   ├── QuerySyntaxError       a search query that does not parse (column and caret line)
     │   └── RedisURLError          a --redis URL that does not parse (also a RedisError)
     ├── RedisError                 the shared Redis of a distributed crawl cannot be used: not
-    │                              reachable, refuses the password, not answering: one line, exit 1
+    │   │                          reachable, refuses the password, not answering: one line, exit 1
+    │   └── RedisUnreachable       refused, unreachable, or no answer in time (not a password)
     └── FetchError                 one URL failed; recorded in the export's `error`, crawl goes on
         ├── DNSError               the host name does not resolve
         ├── ConnectError           refused, reset, unreachable
@@ -65,6 +66,11 @@ class QuerySyntaxError(UsageError):
 class RedisError(SkitterError):
     """The Redis named by ``--redis`` cannot be used (``skitter.distributed.redis_url``). The
     message names the server with its password masked, and says what to check."""
+
+
+class RedisUnreachable(RedisError):
+    """The Redis cannot be reached: the connection refused or unreachable, or no answer in time
+    (as against a wrong password or a bad URL). The web UI keeps this verdict a few seconds."""
 
 
 class RedisURLError(RedisError, UsageError):

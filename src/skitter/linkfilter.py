@@ -36,6 +36,19 @@ class LinkFilter:
         c = self.config
         if depth > c.max_depth:
             return "depth"
+        reason = self._url_reason(url)
+        if reason is not None:
+            return reason
+        key = host_key(url)
+        if c.max_pages_per_host and self.admitted[key] >= c.max_pages_per_host:
+            return "host-budget"
+        if c.host_burst and self._burst[key] >= c.host_burst:
+            return "host-burst"
+        return None
+
+    def _url_reason(self, url: str) -> str | None:
+        """What in the URL alone keeps it out, whatever its depth and the hosts' budgets."""
+        c = self.config
         if len(url) > c.max_url_length:
             return "url-length"
         if c.max_repeated_segments:
@@ -44,12 +57,13 @@ class LinkFilter:
                 return "repeated-segments"
         if not in_scope(url, c.scope, self.seed_hosts, self.seed_domains):
             return "scope"
-        key = host_key(url)
-        if c.max_pages_per_host and self.admitted[key] >= c.max_pages_per_host:
-            return "host-budget"
-        if c.host_burst and self._burst[key] >= c.host_burst:
-            return "host-burst"
         return None
+
+    def may_enter(self, url: str) -> bool:
+        """Whether ``url`` could pass :meth:`admit` at some depth while its host has budget left:
+        its length, its repeated path segments, its scope. Counts nothing (the distributed crawl
+        shares in-link counts and cash only for such URLs)."""
+        return self._url_reason(url) is None
 
     def admit(self, url: str, depth: int) -> bool:
         reason = self.reject_reason(url, depth)

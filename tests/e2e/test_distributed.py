@@ -401,3 +401,66 @@ def test_redis_restarted_mid_crawl(redis_servers, local_urls, tmp_path):
         assert all(a != b for a, b in zip(said, said[1:])) and said.count("away") <= 2, err[-2000:]
         assert all(re.fullmatch(r"skitter: Redis is back after \d+ s", line) for line in err.splitlines()
                    if "Redis" in line and "unreachable" not in line), err[-2000:]
+
+
+def test_serve_dir_says_quickly_that_its_redis_is_unreachable(redis_servers, tmp_path):
+    """`serve DIR` on a worker's directory whose Redis is down: the crawl page says so in one line
+    ("Redis unreachable: ...") within about a second (the connection's timeout, 1 s, where the
+    commands' is 5 s), then at once for a few seconds (the verdict kept), and shows the cluster
+    again once Redis is back. Down as a hung server (SIGSTOP: connections accepted, no answer, as a
+    machine that drops packets is to a connect) and as a stopped one (connections refused)."""
+    from skitter.cli_distributed import record_cluster
+    from skitter.distributed.frontier import CrawlKeys
+    from skitter.store.db import CrawlDB
+
+    server = redis_servers(appendonly=True)   # (the crawl outlives a restart)
+    with server.admin() as admin:   # a crawl in that Redis, as `crawl --redis` leaves it
+        admin.set(CrawlKeys("down").config, json.dumps({"seeds": ["http://a.test/"]}))
+    (tmp_path / "w").mkdir()
+    db = CrawlDB(tmp_path / "w")
+    try:
+        record_cluster(db, server.url, "down")
+    finally:
+        db.close()
+
+    def crawl_json() -> tuple[dict, float]:
+        t = time.monotonic()
+        page = json.loads(get(f"{ui.base}/crawl.json"))
+        return page, time.monotonic() - t
+
+    def until(check, what: str) -> dict:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            page, took = crawl_json()
+            assert took < 3.0, f"the crawl page took {took:.1f} s"
+            if check(page):
+                return page
+            time.sleep(0.5)
+        raise AssertionError(f"the crawl page never showed {what}: {page}")
+
+    ui = Served(tmp_path / "w")
+    try:
+        page, _ = crawl_json()
+        assert page["cluster"]["seeds"] == ["http://a.test/"] and page["cluster_error"] is None
+        server.proc.send_signal(signal.SIGSTOP)
+        try:
+            page, took = crawl_json()
+            assert took < 3.0, f"a hung Redis held the crawl page {took:.1f} s"
+            error = page["cluster_error"]
+            assert error.startswith("Redis unreachable: ") and "did not answer within 1 s" in error
+            assert "\n" not in error and page["cluster"] is None
+            t = time.monotonic()
+            html = get(f"{ui.base}/crawl")
+            assert time.monotonic() - t < 0.5, "the verdict was not kept"
+            line, = re.findall(r'<p class="error" id="cluster-error">([^<]*)</p>', html)
+            assert line.startswith("Redis unreachable: ")
+        finally:
+            server.proc.send_signal(signal.SIGCONT)
+        until(lambda p: p["cluster"] is not None, "the cluster once Redis answered again")
+        server.stop()
+        page = until(lambda p: p["cluster_error"] is not None, "that Redis is stopped")
+        assert page["cluster_error"].startswith("Redis unreachable: cannot connect to Redis at ")
+        server.start()   # the same port
+        until(lambda p: p["cluster"] is not None, "the cluster once Redis was restarted")
+    finally:
+        ui.stop()

@@ -8,6 +8,7 @@ import asyncio
 import json
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -150,6 +151,38 @@ def test_importance_is_the_clusters_and_moves_with_its_host(redis_server):
     asyncio.run(go())
 
 
+def test_importance_is_shared_only_for_urls_that_may_enter(redis_server):
+    """A page's links out of the crawl's scope (or too long, or a trap of repeated segments) get no
+    entry in their host's importance hash: only URLs the link filter may ever admit are shared."""
+    from skitter.config import CrawlConfig
+    from skitter.linkfilter import LinkFilter
+    from skitter.models import Link, Page
+    from skitter.strategies.base import ParentContext
+    from skitter.strategies.importance import BacklinkScorer
+    from skitter.urls import fingerprint
+
+    async def go():
+        a = Worker(redis_server.url, "wa", "t-scope")
+        try:
+            seed = "http://inside.test/"
+            scorer = BacklinkScorer()
+            link_filter = LinkFilter(CrawlConfig(seeds=(seed,), max_repeated_segments=2), [seed])
+            a.f.share_importance(scorer, link_filter.may_enter)
+            inside, outside = "http://inside.test/a", "http://outside.test/b"
+            trap = "http://inside.test/x/y/x/y/x/y/x/y/"
+            page = Page(links=[Link(inside), Link(outside), Link(trap)])
+            parent = ParentContext(url=seed, page=page, depth=0, priority=0.0, relevance=scorer.relevance(seed, page))
+            await a.f.reprioritize(scorer.on_page(parent, page.links))
+            imp = a.f.keys.host("inside.test", "imp")
+            assert await a.client.hgetall(imp) == {str(fingerprint(inside)).encode(): b"1"}
+            assert await a.client.exists(a.f.keys.host("outside.test", "imp")) == 0
+            assert not link_filter.rejected   # nothing counted as rejected: no URL was offered
+        finally:
+            await a.close()
+
+    asyncio.run(go())
+
+
 def test_a_host_that_moves_keeps_its_politeness_state(redis_server):
     """Its next allowed time, robots.txt's Crawl-delay and its last response time (the adaptive
     delay) go with the host to its next holder."""
@@ -248,5 +281,141 @@ def test_a_worker_killed_while_admitting_on_a_cluster_loses_nothing(redis_cluste
             for d, db in dirs:
                 db.close()
                 shutil.rmtree(d, ignore_errors=True)
+
+    asyncio.run(go())
+
+
+async def _cluster_workers(url: str, crawl: str, names: Sequence[str], **kw) -> tuple[list, list, list]:
+    """Frontiers on the Redis Cluster (with their clients and directories), each seeing the others."""
+    from skitter.distributed.redis_url import connect
+
+    dirs, frontiers, clients = [], [], []
+    for name in names:
+        d = Path(tempfile.mkdtemp(prefix="skitter-rf-"))
+        client = await connect(url)
+        db = CrawlDB(d)
+        dirs.append((d, db))
+        clients.append(client)
+        frontiers.append(RedisFrontier(client, crawl, db, Politeness(delay=0.0), worker=name, immediate=True, **kw))
+    for f in [*frontiers, frontiers[0]]:
+        await f._tick()
+    return frontiers, clients, dirs
+
+
+async def _close_all(clients: list, dirs: list) -> None:
+    for client in clients:
+        await client.aclose()
+    for d, db in dirs:
+        db.close()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("paused", [False, True])
+def test_a_url_done_during_an_admission_on_a_cluster_is_not_queued_again(redis_cluster, paused):
+    """The race of the cluster's admission in three steps: worker a's seen test (step 1) finds a
+    URL new; before a's records go in (step 2), worker b admits the same URL, fetches it and marks
+    it done (its record removed). a must not queue it again: it is fetched once in the cluster.
+    ``paused``: a stops after step 1 for longer than the horizon of the set of URLs done recently
+    (b's entry gone), and its step 2 tests the seen set again."""
+    from skitter.distributed.frontier import _QUEUE_NX
+    from skitter.distributed.seen import _CONTAINS
+    from skitter.urls import fingerprint
+
+    horizon = {"done_horizon": 0.2} if paused else {}
+
+    async def go():
+        (a, b), clients, dirs = await _cluster_workers(redis_cluster.url, f"race-done-{paused}", ("wa", "wb"),
+                                                       **horizon)
+        try:
+            host_b, = owned_by(Ring(["wa", "wb"]), "wb")
+            url = f"http://{host_b}/found-by-both"
+            q, fp = b.keys.host(host_b, "q"), str(fingerprint(url))
+            real = a._pipeline
+            meanwhile: list[str] = []
+
+            async def b_fetches_it() -> None:
+                assert [c.url for c in await b.add([Candidate(url)])] == [url]
+                cand = await asyncio.wait_for(b.next_ready(), 5)
+                meanwhile.append(cand.url)
+                await b.done(cand, Outcome(response_time=0.0))
+                assert not await clients[1].hexists(q, fp)
+
+            async def pipeline(calls, extra=()):
+                if meanwhile:
+                    return await real(calls, extra)
+                if paused and any(c[0] is _CONTAINS for c in calls):     # a's step 1, then a pause
+                    out = await real(calls, extra)
+                    await b_fetches_it()
+                    await asyncio.sleep(0.3)
+                    assert await clients[1].exists(b.keys.host(host_b, "done")) == 0
+                    return out
+                if any(c[0] is _QUEUE_NX for c in calls):                 # just before a's step 2
+                    await b_fetches_it()
+                return await real(calls, extra)
+
+            a._pipeline = pipeline
+            assert await a.add([Candidate(url)]) == [], "a URL done meanwhile admitted again"
+            assert meanwhile == [url]
+            assert await clients[1].hlen(q) == 0, "a URL done meanwhile queued again"
+            assert int(await clients[1].get(b.keys.pending) or 0) == 0
+            assert (await b.seen.contains_many([int(fp)])) == [True]
+            assert await a.add([Candidate(url)]) == []   # and seen from now on
+        finally:
+            await _close_all(clients, dirs)
+
+    asyncio.run(go())
+
+
+def test_the_set_of_urls_done_recently_is_bounded(redis_cluster, monkeypatch):
+    """On a cluster a host's URLs done are kept for the horizon only (trimmed by the script that
+    writes the next ones, the key expiring with the horizon) and at most DONE_MAX of them."""
+    import skitter.distributed.frontier as frontier_module
+    from skitter.urls import fingerprint
+
+    monkeypatch.setattr(frontier_module, "DONE_MAX", 4)
+
+    async def go():
+        (a,), clients, dirs = await _cluster_workers(redis_cluster.url, "done-bound", ("wa",), done_horizon=1.0)
+        try:
+            host = "bounded.test"
+            done = a.keys.host(host, "done")
+
+            async def fetch(tag: str, n: int = 1) -> None:
+                assert len(await a.add([Candidate(f"http://{host}/{tag}{i}") for i in range(n)])) == n
+                for _ in range(n):
+                    cand = await asyncio.wait_for(a.next_ready(), 5)
+                    await a.done(cand, Outcome(response_time=0.0))
+
+            await fetch("a", 6)
+            assert await clients[0].zcard(done) == 4              # DONE_MAX (the oldest dropped)
+            assert 0 < await clients[0].pttl(done) <= 1000        # the horizon
+            await asyncio.sleep(1.1)
+            assert await clients[0].exists(done) == 0             # expired with the horizon
+            await fetch("b", 2)
+            await asyncio.sleep(0.6)
+            await fetch("c")
+            assert await clients[0].zcard(done) == 3
+            await asyncio.sleep(0.6)                              # b's over the horizon, c's not
+            await fetch("d")
+            assert set(await clients[0].zrange(done, 0, -1)) == {
+                str(fingerprint(f"http://{host}/{t}0")).encode() for t in "cd"}
+        finally:
+            await _close_all(clients, dirs)
+
+    asyncio.run(go())
+
+
+def test_a_single_redis_keeps_no_set_of_urls_done(redis_server):
+    """On a single Redis the seen test and the records are one script: no set of URLs done."""
+    async def go():
+        a = Worker(redis_server.url, "wa", "single-done")
+        try:
+            await a.f.add([Candidate("http://single.test/1")])
+            cand = await asyncio.wait_for(a.f.next_ready(), 5)
+            await a.f.done(cand, Outcome(response_time=0.0))
+            assert await a.client.hlen(a.f.keys.host("single.test", "q")) == 0
+            assert await a.client.exists(a.f.keys.host("single.test", "done")) == 0
+        finally:
+            await a.close()
 
     asyncio.run(go())

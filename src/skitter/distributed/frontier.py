@@ -24,7 +24,13 @@ What lives where (``P`` = ``sk``, ``C`` = the crawl id, ``H`` = a host key):
                               (pipelined), and the script also writes the new total as the
                               priority of the URL's record in ``q`` if it is higher, so a host
                               that moves keeps the order; the totals go to the host's owner in its
-                              inbox with the next heartbeat.
+                              inbox with the next heartbeat. Only URLs the link filter may ever
+                              admit (scope, URL length, repeated segments) are counted.
+- ``sk:{C/H}:done``          on a Redis Cluster: a sorted set, fingerprint -> when (the node's
+                              clock, ms) of the host's URLs done in the last ``DONE_HORIZON``
+                              seconds (at most ``DONE_MAX``), written and trimmed by the script that
+                              removes their records; the cluster's admission queues none of them
+                              again (:meth:`RedisFrontier._add_cluster`).
 - ``sk:{C}:members``          a sorted set, worker -> its last heartbeat (epoch seconds); the
                               live ones (a heartbeat within ``member_ttl``) form the ring
                               (:class:`~.ring.Ring`, consistent hashing with virtual nodes).
@@ -59,7 +65,7 @@ import socket
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from redis import exceptions as rex
@@ -112,6 +118,12 @@ class CrawlKeys:
 
 # -- scripts (each touches the keys of one host: one slot of a cluster) --------------------------
 
+# On a Redis Cluster, a host's URLs done within the last DONE_HORIZON seconds (at most DONE_MAX of
+# them) are kept in sk:{C/H}:done, so that an admission whose seen test ran before such a URL was
+# done does not queue it again (RedisFrontier._add_cluster).
+DONE_HORIZON = 120.0
+DONE_MAX = 10_000
+
 _ACQUIRE = _Script.of("""
 -- KEYS: lease, tok, q, pol; ARGV: worker, ttl ms. The lease if free (or already ours): token,
 -- the host's records, its politeness time. nil if another worker holds it.
@@ -142,17 +154,36 @@ return 1
 """)
 
 _DONE = _Script.of("""
--- KEYS: lease, q; ARGV: WORKER:TOKEN, then (fingerprint, record) pairs: an empty record deletes
--- (the URL is done), another replaces (due again). -1 if the lease is not ours (fenced), else
--- the number of records deleted.
+-- KEYS: lease, q, done; ARGV: WORKER:TOKEN, horizon ms (0: no done set), the done set's bound, then
+-- (fingerprint, record) pairs: an empty record deletes (the URL is done), another replaces (due
+-- again). With a horizon (a Redis Cluster), each URL done is also recorded in the host's set of
+-- URLs done recently (score: this node's clock, ms), trimmed here to the horizon and the bound:
+-- admission's step 2 (_QUEUE_NX) queues none of them again. -1 if the lease is not ours
+-- (fenced), else the number of records deleted.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-local n = 0
-for i = 2, #ARGV, 2 do
+local horizon = tonumber(ARGV[2])
+local now = nil
+if horizon > 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local n, recorded = 0, false
+for i = 4, #ARGV, 2 do
   if ARGV[i + 1] == '' then
     n = n + redis.call('HDEL', KEYS[2], ARGV[i])
+    if now then
+      redis.call('ZADD', KEYS[3], now, ARGV[i])
+      recorded = true
+    end
   else
     redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
   end
+end
+if recorded then
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. string.format('%d', now - horizon))
+  local over = redis.call('ZCARD', KEYS[3]) - tonumber(ARGV[3])
+  if over > 0 then redis.call('ZREMRANGEBYRANK', KEYS[3], 0, over - 1) end
+  redis.call('PEXPIRE', KEYS[3], horizon)
 end
 return n
 """)
@@ -196,11 +227,16 @@ return {table.concat(flags), pending}
 """)
 
 _QUEUE_NX = _Script.of("""
--- KEYS: a host's queue; ARGV: (fingerprint, record) pairs. Each record written where the queue has
--- none for that URL: '1' where written, '0' where another record is there.
+-- KEYS: a host's queue, its set of URLs done recently; ARGV: (fingerprint, record) pairs. Each
+-- record written where the queue has none for that URL and the URL was not done recently: '1'
+-- where written, '0' where another record is there or the URL is done (fetched by then).
 local flags = {}
 for i = 1, #ARGV, 2 do
-  flags[#flags + 1] = tostring(redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]))
+  if redis.call('ZSCORE', KEYS[2], ARGV[i]) then
+    flags[#flags + 1] = '0'
+  else
+    flags[#flags + 1] = tostring(redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]))
+  end
 end
 return table.concat(flags)
 """)
@@ -289,12 +325,14 @@ class RedisFrontier:
     ``budget``: the crawl's ``--max-pages``, for the whole cluster (0: none): a URL is handed out
     only after one fetch is reserved in ``sk:{C}:budget``, so the workers together never fetch
     more than the budget.
+    ``done_horizon``: on a Redis Cluster, how long (seconds) a URL done stays in its host's set of
+    URLs done recently (``sk:{C/H}:done``), which admission checks before queueing a URL (:meth:`_add_cluster`).
     """
 
     def __init__(self, client, crawl_id: str, db: CrawlDB, policy: Politeness, *, worker: str | None = None,
                  clock: Clock = SYSTEM, window: int = 32, immediate: bool = False, hold: bool = False,
                  heartbeat: float = 0.5, member_ttl: float = 3.0, lease_ttl: float = 5.0,
-                 budget: int = 0) -> None:
+                 budget: int = 0, done_horizon: float = DONE_HORIZON) -> None:
         self.client = client
         self.keys = CrawlKeys(crawl_id)
         self.worker = worker or worker_id()
@@ -330,10 +368,12 @@ class RedisFrontier:
         self._watcher: asyncio.Task | None = None
         self._started = time.time()
         self.budget = budget
+        self.done_horizon = done_horizon
         self.budget_used = 0                      # the last value of sk:{C}:budget we read
         self.budget_spent = False                 # a reservation failed: this worker is done
         self._give_back = 0                       # reservations to give back (fetches that did not count)
         self.importance: Any = None               # the importance scorer whose signals are shared
+        self._may_enter: Callable[[str], bool] | None = None   # which URLs' signals are shared
         self._priorities_out: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)   # owner -> host -> url -> total
 
     # -- the Frontier interface -----------------------------------------------------------------
@@ -362,11 +402,18 @@ class RedisFrontier:
            known, before any record of theirs is visible;
         2. the records of those not seen, each only where its host's queue has none (a record
            there is another worker's, who found the URL at the same moment, or one a killed worker
-           left): the URLs whose record this worker wrote are its new ones;
+           left) and its host's set of URLs done recently (``sk:{C/H}:done``, written by the
+           script that removes a record, :data:`_DONE`) has not got it: the URLs whose record this
+           worker wrote are its new ones;
         3. those into the seen set, the count set right (less the URLs not new), the hand-off.
 
-        A URL fetched and done between this worker's steps 1 and 2 is queued again (fetched twice);
-        a count left too high by a crash is set right when the cluster is idle."""
+        A URL admitted, fetched and done by others between this worker's steps 1 and 2 is in its
+        host's set of URLs done recently, so it is not queued again. That set keeps a URL for
+        ``done_horizon`` seconds (:data:`DONE_HORIZON`); step 2 tests the seen set again when it
+        comes over half of that after step 1. What is left: a worker stopped longer than the
+        horizon between its test and its script reaching Redis (or between another's steps 2
+        and 3) queues a URL again, and it is fetched twice. A count left too high by a crash is set
+        right when the cluster is idle."""
         from .seen import _ADD, _CONTAINS
 
         hosts = list(dict.fromkeys(h for h in map(host_key, (c.url for c in candidates))
@@ -376,6 +423,7 @@ class RedisFrontier:
         if hosts:
             extra.append(("SADD", self.keys.hosts, *hosts))
         # (a lost reply retried counts twice: too high, set right when the cluster is idle)
+        tested = time.monotonic()
         flags, (self.pending, *_) = await self._retrying(
             self._pipeline, [(_CONTAINS, c.keys, c.args) for c in plan], extra)
         known = [False] * len(fps)
@@ -389,20 +437,32 @@ class RedisFrontier:
                 first.setdefault(fp, p)
         todo = list(first.values())
         by_host: dict[str, list[int]] = defaultdict(list)
-        for p in todo:
-            by_host[host_key(candidates[p].url)].append(p)
         recs: dict[int, str] = {}
-        calls = []
-        for host, ps in by_host.items():
-            args: list = []
-            for p in ps:
-                self._seq += 1
-                recs[p] = _record(candidates[p], self._seq)
-                args += [str(fps[p]), recs[p]]
-            calls.append((host, [self.keys.host(host, "q")], args))
+
+        async def queue() -> list:
+            nonlocal todo, tested
+            if time.monotonic() - tested > self.done_horizon / 2:
+                # long since the seen test (Redis away, the process stopped): a URL admitted, fetched
+                # and done since may be out of its host's set of URLs done recently: test again
+                again = await self.seen.contains_many([fps[p] for p in todo])
+                todo = [p for p, k in zip(todo, again) if not k]
+                tested = time.monotonic()
+            by_host.clear()
+            for p in todo:
+                by_host[host_key(candidates[p].url)].append(p)
+            calls = []
+            for host, ps in by_host.items():
+                args: list = []
+                for p in ps:
+                    self._seq += 1
+                    recs[p] = _record(candidates[p], self._seq)
+                    args += [str(fps[p]), recs[p]]
+                calls.append((host, [self.keys.host(host, "q"), self.keys.host(host, "done")], args))
+            return list(zip(calls, await self._scripts(_QUEUE_NX, calls)))
+
         # (not retried once sent: run twice, its second run would find its own records there)
-        replies = await self._retrying(self._scripts, _QUEUE_NX, calls, lost_reply_ok=False)
-        written = sorted(p for (host, _, _), fl in zip(calls, replies) for p, f in zip(by_host[host], fl)
+        replies = await self._retrying(queue, lost_reply_ok=False)
+        written = sorted(p for (host, _, _), fl in replies for p, f in zip(by_host[host], fl)
                          if f in (49, "1"))
         mine, acquire, handoff = self._route([(candidates[p], recs[p]) for p in written])
         extra = [("RPUSH", self.keys.inbox(owner), json.dumps(batch, separators=(",", ":")))
@@ -587,10 +647,13 @@ class RedisFrontier:
     def seen_recently(self, url: str) -> bool:
         return self.local.seen_recently(url)
 
-    def share_importance(self, scorer) -> None:   # noqa: ANN001 - an importance scorer
-        """Share the importance strategy's signals (in-link counts, OPIC cash) through Redis."""
+    def share_importance(self, scorer, may_enter: Callable[[str], bool] | None = None) -> None:   # noqa: ANN001
+        """Share the importance strategy's signals (in-link counts, OPIC cash) through Redis: for the
+        URLs ``may_enter`` accepts (the link filter's test of what may ever be admitted: scope, URL
+        length, repeated segments), or all."""
         scorer.shared = True
         self.importance = scorer
+        self._may_enter = may_enter
 
     async def reprioritize(self, changes: Sequence[tuple[str, float]]) -> None:
         """Raise queued URLs' priorities: this worker's own estimate; or, with
@@ -600,6 +663,9 @@ class RedisFrontier:
             return
         scorer = self.importance
         deltas = scorer.take_deltas()
+        if deltas and self._may_enter is not None:   # none for a URL that never enters the frontier
+            may_enter = self._may_enter
+            deltas = {url: amount for url, amount in deltas.items() if may_enter(url)}
         if not deltas:
             return
         by_host: dict[str, list[str]] = defaultdict(list)
@@ -664,12 +730,15 @@ class RedisFrontier:
             for host, fp, rec in buf:
                 by_host[host].extend((str(fp), rec))
             calls = []
+            # on a cluster the URLs done are also recorded for admission's step 2 (_add_cluster)
+            horizon = int(self.done_horizon * 1000) if self.seen._cluster else 0
             for host, args in by_host.items():
                 token = self.tokens.get(host)
                 if token is None:
                     self.fenced += len(args) // 2
                     continue
-                calls.append((host, [self.keys.host(host, "lease"), self.keys.host(host, "q")], [token, *args]))
+                calls.append((host, [self.keys.host(host, "lease"), self.keys.host(host, "q"),
+                                     self.keys.host(host, "done")], [token, horizon, DONE_MAX, *args]))
             try:
                 replies = await self._scripts(_DONE, calls)
             except BaseException:

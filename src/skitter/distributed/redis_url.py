@@ -27,7 +27,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from ..errors import RedisError, RedisURLError
+from ..errors import RedisError, RedisUnreachable, RedisURLError
 
 __all__ = ["RedisTarget", "parse_redis_url", "connect"]
 
@@ -91,12 +91,15 @@ def parse_redis_url(url: str) -> RedisTarget:
                        password=unquote(parts.password or "") or None)
 
 
-async def connect(url: str, *, timeout: float = CONNECT_TIMEOUT) -> Redis | RedisCluster:  # noqa: ASYNC109
+async def connect(url: str, *, timeout: float = CONNECT_TIMEOUT,  # noqa: ASYNC109
+                  command_timeout: float | None = None) -> Redis | RedisCluster:
     """A client for the Redis or Redis Cluster at ``url``, checked with a PING.
 
     Raises :class:`RedisURLError` for a malformed URL (or a database other than 0 on a
     cluster) and :class:`RedisError` when the server cannot be used: refused or unreachable,
-    a TLS failure, a wrong or missing password, no answer within ``timeout`` seconds.
+    a TLS failure, a wrong or missing password, no answer within ``timeout`` seconds (those
+    that say it cannot be reached are :class:`RedisUnreachable`). ``command_timeout``: a read
+    timeout for the client returned (seconds; None: none, as a worker wants).
     """
     target = parse_redis_url(url)   # (``timeout`` is the sockets', not an asyncio deadline)
     # Database 0, as a cluster refuses SELECT; a read timeout, as a server that accepts the
@@ -115,17 +118,29 @@ async def connect(url: str, *, timeout: float = CONNECT_TIMEOUT) -> Redis | Redi
         raise RedisURLError(f"{target.redacted} is a Redis Cluster, which has database 0 only: "
                             "drop the /DB from the URL")
     client: Redis | RedisCluster
+    options = target.client_options(timeout)
+    if command_timeout is not None:
+        options["socket_timeout"] = command_timeout
     try:
         if cluster:
-            client = RedisCluster(**target.client_options(timeout))
+            client = RedisCluster(**options)
             await client.initialize()     # reads the slot map (CLUSTER SLOTS)
         else:
-            client = Redis(db=target.db, **target.client_options(timeout))
+            client = Redis(db=target.db, **options)
             await client.ping()           # SELECT of a database the server does not have fails here
     except (rex.RedisError, rex.RedisClusterException) as exc:
         await client.aclose()
         raise _explain(exc, target, timeout) from exc
     return client
+
+
+def explain_lost(exc: Exception, url: str) -> RedisUnreachable:
+    """A connection error or timeout on a client :func:`connect` gave: one line."""
+    where = parse_redis_url(url).redacted
+    what = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, rex.TimeoutError):
+        return RedisUnreachable(f"Redis at {where} stopped answering: {what}")
+    return RedisUnreachable(f"lost the connection to Redis at {where}: {what}")
 
 
 def _explain(exc: Exception, target: RedisTarget, timeout: float) -> RedisError:
@@ -137,7 +152,7 @@ def _explain(exc: Exception, target: RedisTarget, timeout: float) -> RedisError:
                               f"redis://:PASSWORD@{target.host}:{target.port}")
         return RedisError(f"Redis at {where} refused the password: {exc}")
     if isinstance(exc, rex.TimeoutError):
-        return RedisError(f"Redis at {where} did not answer within {timeout:g} s")
+        return RedisUnreachable(f"Redis at {where} did not answer within {timeout:g} s")
     if isinstance(exc, rex.ConnectionError):
-        return RedisError(f"cannot connect to Redis at {where}: {exc}")
+        return RedisUnreachable(f"cannot connect to Redis at {where}: {exc}")
     return RedisError(f"Redis at {where}: {exc}")

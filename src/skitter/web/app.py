@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
@@ -33,7 +34,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
-from ..errors import QuerySyntaxError, SkitterError
+from ..errors import QuerySyntaxError, RedisUnreachable, SkitterError
 from ..store.db import DB_NAME, connect
 from ..eval.crawl import BUDGETS, CRAWL_SHARES
 from ..eval.plots import EVAL_PLOTS
@@ -41,6 +42,11 @@ from . import plots
 
 PER_PAGE = 10
 REFRESH_SECONDS = 5
+# The crawl page asks a distributed crawl's Redis for the cluster's figures with this timeout
+# (connection and each command, seconds), and once it finds Redis unreachable says so without
+# asking again for REDIS_RETRY_SECONDS: a page never waits more than about a second on it.
+REDIS_TIMEOUT = 1.0
+REDIS_RETRY_SECONDS = 5.0
 TEMPLATES = Path(__file__).parent / "templates"
 CSP = ("default-src 'none'; img-src 'self'; style-src 'self' 'unsafe-inline'; form-action 'self';"
        " base-uri 'none'; frame-ancestors 'none'")
@@ -133,6 +139,8 @@ def create_app(directory: Path | str | None, labels=None, topic: str | None = No
         labels = load_labels(labels)
     templates = Jinja2Templates(env=make_env())
     local = _Searchers()
+    unreachable: dict[tuple[str, str], tuple[float, str]] = {}   # (URL, crawl id) -> (when, why)
+    unreachable_lock = threading.Lock()
 
     def searcher():
         if directory is None:
@@ -205,11 +213,23 @@ def create_app(directory: Path | str | None, labels=None, topic: str | None = No
             if recorded.get("password"):
                 hint = " (this directory does not keep the Redis password: serve it with --redis URL)"
         assert where is not None
+        with unreachable_lock:
+            known = unreachable.get(where)
+        if known is not None and time.monotonic() - known[0] < REDIS_RETRY_SECONDS:
+            return None, known[1]
         try:
             # a handler runs in a thread of its own: a loop of its own for the Redis client
-            return asyncio.run(cluster_stats(*where)), None
+            figures = asyncio.run(cluster_stats(*where, timeout=REDIS_TIMEOUT))
+        except RedisUnreachable as exc:
+            why = f"Redis unreachable: {' '.join(str(exc).split())} (asked again every {REDIS_RETRY_SECONDS:g} s)"
+            with unreachable_lock:
+                unreachable[where] = (time.monotonic(), why)
+            return None, why
         except SkitterError as exc:
             return None, f"the cluster: {exc}{hint}"
+        with unreachable_lock:
+            unreachable.pop(where, None)
+        return figures, None
 
     def summary() -> tuple[dict, str | None]:
         from ..stats import load_summary
