@@ -91,8 +91,10 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe:
                 from .dedup import winnow, winnow_smallest
 
                 fps = winnow(main) if near_dup_probe is None else winnow_smallest(main, near_dup_probe)
-            if main_hash:
-                mhash = xxhash.xxh3_64_hexdigest(f"{page.title}\n{main}".encode("utf-8", "surrogatepass"))
+            # the checksum costs a microsecond once the main text is there: a crawl stores it, so a
+            # later recrawl's first revisit can tell a change from noise (the main_hash option
+            # only asks for the main text when nothing else would)
+            mhash = xxhash.xxh3_64_hexdigest(f"{page.title}\n{main}".encode("utf-8", "surrogatepass"))
         found = signature = None
         if forms:
             found, signature = _forms(result, target_uri, main)

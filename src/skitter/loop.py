@@ -347,7 +347,7 @@ class Crawler:
         if page is not None:
             self.stats.pages += 1
             self.store.record_page(cand.url, page, analysis.text, last_modified=result.header("last-modified"),
-                                   etag=result.header("etag"), again=again)
+                                   etag=result.header("etag"), again=again, main_hash=analysis.main_hash)
         elif again:
             self.store.remove_page(cand.url)   # no page any more (a 404, a redirect, not HTML)
         if self.forms is not None:   # a submission's results reported, the page's forms planned

@@ -34,6 +34,7 @@ class Page:
     last_modified: str = "none"              # "true": its last change; "now": the request's time; "none"
     links: tuple[str, ...] = ()
     new_links: tuple[str, ...] = ()          # links from its first change on
+    noise: bool = False                      # its body differs at every fetch (a comment), its text never
 
     def version(self, t: float) -> int:
         return sum(1 for c in self.changes if c <= t)
@@ -77,7 +78,8 @@ class Scripted:
                 links = "".join(f'<li><a href="{link}">{link}</a></li>' for link in linked)
                 status = 200
                 body = (f"<!DOCTYPE html><html><head><title>{path}</title></head><body><h1>Bulletin {path}</h1>"
-                        f"<p>{WORDS} {page.words(v)}.</p><p>{WORDS}.</p><ul>{links}</ul></body></html>").encode()
+                        f"<p>{WORDS} {page.words(v)}.</p><p>{WORDS}.</p><ul>{links}</ul>"
+                        + (f"<!-- served at {now} -->" if page.noise else "") + "</body></html>").encode()
         self.log.append((path, now, status))
         return FetchResult(url=url, status=status, reason="", headers=out, body=body, raw_body=body, started=now,
                            elapsed=0.001, response_time=0.001, ip="127.0.0.1",
@@ -349,3 +351,25 @@ def test_revisits_and_the_discovery_of_a_host_take_turns(tmp_path: Path) -> None
     assert end < EPOCH + 120
     during = [t for _, t, status in web.log if status == 304 and t < end]
     assert len(during) >= 0.3 * (end - EPOCH)   # about one request in two, at one request a second
+
+
+def test_a_plain_crawl_keeps_the_main_text_checksum_for_a_later_recrawl(tmp_path: Path) -> None:
+    """A crawl made without --recrawl stores each page's main-text checksum, so the first revisit
+    of ``skitter recrawl DIR`` already tells noise (a body that differs, the same text) from a
+    change, instead of taking a baseline."""
+    pages = {"/": home("/noisy.html", "/news.html"), "/noisy.html": Page(etag=False, noise=True),
+             "/news.html": Page(etag=False, changes=(EPOCH + 1200,))}
+    out = tmp_path / "crawl"
+    clock = LoopClock()
+    web = Scripted(pages, clock)
+    config = CrawlConfig(seeds=(SITE + "/",), delay=1.0, adaptive_delay=0.0, per_host=1, concurrency=2,
+                         analysis_processes=0, index_interval=0).validate()
+
+    async def crawl() -> None:
+        await build_crawler(out, config, transport=web, clock=clock).run()
+
+    run_in_fake_time(crawl())
+    assert rows(out, "SELECT count(*) FROM pages WHERE main_hash IS NOT NULL") == [(3,)]
+    recrawl(out, pages, 1.0, rate=0.05)
+    assert kinds(out, "/noisy.html")[1:2] == ["noise"]
+    assert "changed" in kinds(out, "/news.html") and "baseline" not in kinds(out, "/news.html")

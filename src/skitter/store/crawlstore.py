@@ -195,9 +195,10 @@ class CrawlStore:
         self.db.conn.execute("DELETE FROM pages WHERE fp = ?", (fingerprint(url),))
 
     def record_page(self, url: str, page: Page, text: bytes | None, *, last_modified: str | None,
-                    etag: str | None, again: bool = False) -> None:
+                    etag: str | None, again: bool = False, main_hash: str | None = None) -> None:
         """A parsed page's fields and its links. ``text``: the page text packed (``pack_text``) by
-        the analysis process, or None to pack ``page.text`` here. ``again``: a new version of a
+        the analysis process, or None to pack ``page.text`` here. ``main_hash``: the checksum of
+        its title and main text, when the analysis made it. ``again``: a new version of a
         page stored before: its links are replaced (``links`` stays append-only for the links
         that remain, so the search index's anchor watermark holds)."""
         fp = fingerprint(url)
@@ -205,9 +206,10 @@ class CrawlStore:
         self.db.ensure_tx()
         conn.execute(
             "INSERT OR REPLACE INTO pages (fp, url, title, description, keywords, headings, text, lang, encoding,"
-            " last_modified, etag) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " last_modified, etag, main_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (fp, url, page.title, page.description, page.keywords, "\n".join(page.headings),
-             pack_text(page.text) if text is None else text, page.lang, page.encoding, last_modified, etag))
+             pack_text(page.text) if text is None else text, page.lang, page.encoding, last_modified, etag,
+             main_hash))
         links = page.links
         if again:
             now = {link.url for link in links}

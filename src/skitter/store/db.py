@@ -125,7 +125,7 @@ CREATE TABLE IF NOT EXISTS pages (
     fp INTEGER NOT NULL UNIQUE,
     url TEXT NOT NULL,
     title TEXT, description TEXT, keywords TEXT, headings TEXT, text TEXT,
-    lang TEXT, encoding TEXT, last_modified TEXT, etag TEXT
+    lang TEXT, encoding TEXT, last_modified TEXT, etag TEXT, main_hash TEXT
 );
 CREATE TABLE IF NOT EXISTS links (
     src INTEGER NOT NULL,
@@ -447,8 +447,10 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
 
 
 def _v2_to_v3(conn: sqlite3.Connection) -> None:
-    """urls.revisit: a URL's due time is its next revisit, not a retry (frontier/local.py)."""
+    """urls.revisit: a URL's due time is its next revisit, not a retry (frontier/local.py);
+    pages.main_hash: the checksum of the page's title and main text (a recrawl's change test)."""
     conn.execute("ALTER TABLE urls ADD COLUMN revisit INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE pages ADD COLUMN main_hash TEXT")
 
 
 MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}   # from version -> the step to the next

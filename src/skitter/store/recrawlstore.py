@@ -85,15 +85,16 @@ class RecrawlStore:
 
     def bootstrap(self) -> int:
         """Pages a crawl stored before recrawling was on (no row here yet) join the collection:
-        their fetch record gives the first visit, the body hash and the validators. Their main-text
-        checksum is unknown, so their first revisit can only compare bodies (or get a 304)."""
+        their fetch record gives the first visit, the body hash and the validators, their page row
+        the main-text checksum. A page stored by an older skitter has none: its first revisit is a
+        baseline (it can only compare bodies, or get a 304)."""
         self.db.ensure_tx()
         cur = self.conn.execute(
             "INSERT INTO recrawl_pages (fp, url, host, first_visit, last_visit, visits, etag, last_modified,"
-            " body_hash, version_at)"
+            " body_hash, text_hash, version_at)"
             " SELECT f.fp, f.url, f.host, (julianday(f.fetched_at) - 2440587.5) * 86400.0,"
             " (julianday(f.fetched_at) - 2440587.5) * 86400.0, 1, p.etag, p.last_modified, f.content_hash,"
-            " (julianday(f.fetched_at) - 2440587.5) * 86400.0"
+            " p.main_hash, (julianday(f.fetched_at) - 2440587.5) * 86400.0"
             " FROM fetches f LEFT JOIN pages p ON p.fp = f.fp"
             " WHERE f.fetch_order IS NOT NULL AND f.status >= 200 AND f.status < 300 AND f.fetched_at IS NOT NULL"
             " AND f.fp NOT IN (SELECT fp FROM recrawl_pages) AND f.fp NOT IN (SELECT fp FROM recrawl_sitemaps)")
