@@ -57,7 +57,7 @@ class _Host:
         # sorted ascending by (priority, -seq): the best candidate is window[-1]
         self.window: list[tuple[float, int, Candidate]] = []
         self.first = 0            # of those, URLs back from a due time (window key +inf, see _promote)
-        self.revisits: deque[Candidate] = deque()   # revisits fallen due, in that order (see _take)
+        self.revisits: deque[Candidate] = deque()   # revisits fallen due, in that order (see take)
         self.revisit_turn = False  # the host's next URL is a revisit, if it has one
         self.ready = 0            # rows of this host on disk, ready (state 0, due NULL)
         self.waiting = 0          # rows of this host on disk with a due time (state 0, due T)
