@@ -213,6 +213,36 @@ def test_a_host_that_moves_keeps_its_politeness_state(redis_server):
     asyncio.run(go())
 
 
+def test_a_revisit_stays_one_when_its_host_moves(redis_server):
+    """A URL due again as a revisit (``Outcome.revisit``: it takes turns with its host's new URLs)
+    is still one at the host's next holder, and a retry is not; a record written without the
+    field (an older worker's) loads as not a revisit."""
+    from skitter.distributed.frontier import _decode
+
+    async def go():
+        a = Worker(redis_server.url, "wa", "t4", lease_ttl=5.0)
+        b = None
+        try:
+            await a.f.add([Candidate("http://moving.test/1"), Candidate("http://moving.test/2")])
+            for revisit in (True, False):
+                c = await a.f.next_ready()
+                await a.f.done(c, Outcome(due=a.f.clock.time() + 3600.0, revisit=revisit))
+            a.f._lost("moving.test")
+            await a.f._release_leaving()
+            b = Worker(redis_server.url, "wb", "t4", lease_ttl=5.0)
+            await b.f._acquire(["moving.test"])
+            got = dict(b.db.conn.execute("SELECT url, revisit FROM urls WHERE due IS NOT NULL"))
+            assert got == {"http://moving.test/1": 1, "http://moving.test/2": 0}
+        finally:
+            for w in (a, b):
+                if w is not None:
+                    await w.close()
+
+    asyncio.run(go())
+    old = json.dumps(["http://x.test/", 0, None, 1.0, 3, 0, 0, 12.5])
+    assert _decode(old)[1:] == (3, 12.5, 0)
+
+
 class Killed(BaseException):
     """The worker dies here (as kill -9 would: nothing after this point runs)."""
 

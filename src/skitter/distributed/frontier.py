@@ -274,15 +274,17 @@ return 0
 """)
 
 
-def _record(c: Candidate, seq: int, due: float | None = None) -> str:
-    return json.dumps([c.url, c.depth, c.parent, c.priority, seq, c.redirects, c.attempts, due],
+def _record(c: Candidate, seq: int, due: float | None = None, revisit: bool = False) -> str:
+    return json.dumps([c.url, c.depth, c.parent, c.priority, seq, c.redirects, c.attempts, due, int(revisit)],
                       separators=(",", ":"))
 
 
-def _decode(raw: bytes | str) -> tuple[Candidate, int, float | None]:
-    url, depth, parent, priority, seq, redirects, attempts, due = json.loads(raw)
+def _decode(raw: bytes | str) -> tuple[Candidate, int, float | None, int]:
+    """A record: the candidate, its seq, its due time and whether that is a revisit (0 in a record
+    an older worker wrote, without the field)."""
+    url, depth, parent, priority, seq, redirects, attempts, due, *rest = json.loads(raw)
     return Candidate(url=url, depth=depth, parent=parent, priority=priority, redirects=redirects,
-                     attempts=attempts), seq, due
+                     attempts=attempts), seq, due, int(rest[0]) if rest else 0
 
 
 async def create_crawl(client, keys: CrawlKeys, config: dict[str, Any]) -> bool:
@@ -612,7 +614,7 @@ class RedisFrontier:
             self._buf.append((host, fp, ""))
         else:
             self._seq += 1
-            self._buf.append((host, fp, _record(candidate, self._seq, outcome.due)))
+            self._buf.append((host, fp, _record(candidate, self._seq, outcome.due, outcome.revisit)))
         if self.immediate:
             await self.flush()
 
@@ -845,14 +847,15 @@ class RedisFrontier:
         rows = []
         # in the order they were admitted, numbered anew: the seq of records written by several
         # workers may repeat, and a host's window breaks ties by seq
-        for c, _, due, fp in decoded:
+        for c, _, due, revisit, fp in decoded:
             self._seq = local.seq = max(self._seq, local.seq) + 1
-            rows.append((fp, c.url, host, c.depth, c.parent, c.priority, self._seq, c.redirects, c.attempts, due))
+            rows.append((fp, c.url, host, c.depth, c.parent, c.priority, self._seq, c.redirects, c.attempts, due,
+                         revisit))
         db = self.db
         db.ensure_tx()
         db.conn.executemany(
-            "INSERT OR REPLACE INTO urls (fp, url, host, depth, parent, priority, seq, state, redirects, attempts, due)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)", rows)
+            "INSERT OR REPLACE INTO urls (fp, url, host, depth, parent, priority, seq, state, redirects, attempts, due,"
+            " revisit) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)", rows)
         self.moved_in += 1
         self._recount(h)
 
