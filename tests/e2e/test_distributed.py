@@ -464,3 +464,48 @@ def test_serve_dir_says_quickly_that_its_redis_is_unreachable(redis_servers, tmp
         until(lambda p: p["cluster"] is not None, "the cluster once Redis was restarted")
     finally:
         ui.stop()
+
+
+def test_a_worker_killed_on_the_wild_web_loses_nothing(redis_url, tmp_path):
+    """A web of another shape (skitter.demo.wild: Zipf host sizes, Crawl-delay, transient 503/429,
+    a robots.txt that redirects, traps): three workers, one killed with kill -9 four seconds in and
+    restarted, fetch what a local crawl fetches. A URL is requested again only as a retry (its
+    first answer a 429 or 5xx), when it was in flight at the kill, or as robots.txt (read again by
+    a host's next holder, here through its redirect)."""
+    from skitter.demo.wild import WildConfig
+    from skitter.demo.wild_server import WildServer, read_access_log
+
+    wild = WildConfig(seed=3, hosts=10, pages=600, page_kb=(1, 16), host_zipf=0.8, crawl_delay=(0.1, 0.2),
+                      transient_hosts=2, transient_share=0.05, latency=(0.005, 0.02), facets=(2, 2, 2))
+    crawl = ["--delay", "0", "--per-host", "2", "--concurrency", "16", "--quiet", "--index-interval", "-1"]
+
+    def unported(urls):
+        return {re.sub(r":\d+/", "/", u, count=1) for u in urls}
+
+    with WildServer(wild) as srv:
+        res = skitter("crawl", *srv.web.seeds(), "-o", str(tmp_path / "local"), *crawl, timeout=180)
+        assert res.returncode == 0, res.stderr
+    expected = unported(fetched_urls(tmp_path / "local"))
+    log = tmp_path / "access.jsonl"
+    with WildServer(wild, access_log=log) as srv:
+        seeds = list(srv.web.seeds())
+        procs = [spawn("crawl", *seeds, "-o", str(tmp_path / "w0"), "--redis", redis_url, "--crawl-id", "wild", *crawl)]
+        procs += [spawn("worker", "--redis", redis_url, "--crawl-id", "wild", "-o", str(tmp_path / f"w{i}"), "-q")
+                  for i in (1, 2)]
+        time.sleep(4.0)
+        os.kill(procs[1].pid, signal.SIGKILL)
+        killed_at = time.time()
+        procs[1].wait(timeout=10)
+        time.sleep(1.0)
+        procs[1] = spawn("worker", "--redis", redis_url, "--crawl-id", "wild", "-o", str(tmp_path / "w1"), "-q")
+        results = finish(procs, timeout=180)
+    assert [rc for rc, _ in results] == [0, 0, 0], [err[-2000:] for _, err in results]
+    got = [u for i in range(3) for u in fetched_urls(tmp_path / f"w{i}")]
+    assert len(expected) > 800 and unported(got) == expected
+    answers: dict[tuple[str, str], list[tuple[float, int]]] = defaultdict(list)
+    for e in sorted(read_access_log(log), key=lambda e: e["t0"]):
+        answers[(e["host"], e["path"])].append((e["t0"], e["status"]))
+    again = {k: v for k, v in answers.items() if len(v) > 1 and not k[1].endswith("/robots.txt")}
+    unexplained = {k: v for k, v in again.items()
+                   if v[0][1] not in (429, 500, 502, 503, 504) and not killed_at - 0.6 <= v[0][0] <= killed_at}
+    assert not unexplained, unexplained
