@@ -174,7 +174,7 @@ async def cluster_stats(redis_url: str, crawl_id: str, *, timeout: float | None 
     be reached or stops answering)."""
     import redis.exceptions as rex
 
-    from .distributed.redis_url import connect, explain_lost
+    from .distributed.redis_url import connect, explain_lost, parse_redis_url
 
     if timeout is None:
         client = await _connect(redis_url)
@@ -184,6 +184,8 @@ async def cluster_stats(redis_url: str, crawl_id: str, *, timeout: float | None 
         return await _cluster_figures(client, crawl_id)
     except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
         raise explain_lost(exc, redis_url) from exc
+    except (rex.RedisError, rex.RedisClusterException) as exc:   # e.g. NOPERM under an ACL, WRONGTYPE
+        raise RedisError(f"Redis at {parse_redis_url(redis_url).redacted}: {' '.join(str(exc).split())}") from exc
     finally:
         await client.aclose()
 

@@ -509,3 +509,27 @@ def test_a_worker_killed_on_the_wild_web_loses_nothing(redis_url, tmp_path):
     unexplained = {k: v for k, v in again.items()
                    if v[0][1] not in (429, 500, 502, 503, 504) and not killed_at - 0.6 <= v[0][0] <= killed_at}
     assert not unexplained, unexplained
+
+
+def test_stats_on_a_key_of_another_type_is_one_line(redis_url):
+    """A Redis answering with an error of its own (here WRONGTYPE: the crawl's config key holds a
+    list) is one error line from ``stats --redis``, not a traceback."""
+    import redis
+
+    from skitter.distributed.frontier import CrawlKeys
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        client.rpush(CrawlKeys("wrongtype").config, "x")
+    finally:
+        client.close()
+    res = skitter("stats", "--redis", redis_url, "--crawl-id", "wrongtype")
+    assert res.returncode != 0 and "Traceback" not in res.stderr
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "WRONGTYPE" in lines[0], res.stderr
+    ui = Served(None, "--redis", redis_url, "--crawl-id", "wrongtype")   # the crawl page says it too
+    try:
+        page = json.loads(get(f"{ui.base}/crawl.json"))
+    finally:
+        ui.stop()
+    assert page["cluster"] is None and "WRONGTYPE" in page["cluster_error"]
