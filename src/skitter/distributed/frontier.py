@@ -601,6 +601,13 @@ class RedisFrontier:
         if outcome.requested:
             self.fetched += 1
         local.finish(candidate, outcome)
+        # buffered before any await: a task cancelled while giving back its budget (the crawl
+        # stopping) must still have its URL written done or due again in Redis by the next flush
+        if outcome.due is None:
+            self._buf.append((host, fp, ""))
+        else:
+            self._seq += 1
+            self._buf.append((host, fp, _record(candidate, self._seq, outcome.due, outcome.revisit)))
         if self.budget and not (outcome.requested and outcome.due is None):
             # not a fetch that counts (--max-pages counts URLs requested and done): given back at
             # once, so that a worker's last fetch tasks can take it again; while Redis is away,
@@ -610,11 +617,6 @@ class RedisFrontier:
                 await self._give_back_budget()
             except (rex.ConnectionError, rex.TimeoutError, OSError):
                 pass
-        if outcome.due is None:
-            self._buf.append((host, fp, ""))
-        else:
-            self._seq += 1
-            self._buf.append((host, fp, _record(candidate, self._seq, outcome.due, outcome.revisit)))
         if self.immediate:
             await self.flush()
 
