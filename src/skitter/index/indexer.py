@@ -257,6 +257,7 @@ class Indexer:
         if _get(idx, "version") is None:
             _set(idx, "version", INDEX_VERSION)
             _set(idx, "analyzer", _analyzer_id())
+            _merge_settings(idx)
         elif _get(idx, "version") in (3, 4):   # anchor text was a column of fts: index again
             _restart(idx)
         if _get(idx, "version") != INDEX_VERSION or _get(idx, "analyzer") != _analyzer_id():
@@ -307,10 +308,16 @@ class Indexer:
         kept = conns is not None
         crawl, idx = conns if conns is not None else self._open()
         try:
-            self._refresh_anchors(crawl, idx, stats, exact_anchors)
+            more = True
+            if max_pages is None:
+                self._refresh_anchors(crawl, idx, stats, exact_anchors)
+            else:   # a step of the live index: the anchors and the first chunk in one transaction
+                with _write_tx(idx):
+                    self._anchors(crawl, idx, stats, exact_anchors)
+                    more = self._chunk(crawl, idx, stats)
             if pipelined and max_pages is None:
                 self._index_pipelined(crawl, idx, stats, progress, t0)
-            while max_pages is None or stats.indexed < max_pages:
+            while more and (max_pages is None or stats.indexed < max_pages):
                 if not self._index_chunk(crawl, idx, stats):
                     break
                 stats.seconds = time.perf_counter() - t0
@@ -361,51 +368,60 @@ class Indexer:
         ``exact`` refreshes every page whose anchor count changed, else only those whose count
         at least doubled)."""
         with _write_tx(idx):
-            last_link = _get(idx, "last_link", 0)
-            pending = _get(idx, "anchors_pending", False)
-            with _snapshot(crawl):
-                max_link = crawl.execute("SELECT coalesce(max(rowid), 0) FROM links").fetchone()[0]
-                counts = _ingest_anchors(crawl, idx, last_link, max_link)
-            targets: list[int] = []
-            if exact and (pending or counts):
-                targets = [fp for (fp,) in idx.execute(
-                    "SELECT d.fp FROM docs d LEFT JOIN anchors a ON a.dst = d.fp"
-                    " WHERE coalesce(a.n, 0) != d.n_anchors")]
-                pending = False
-            elif counts:
-                grown = sorted(counts)
-                for i in range(0, len(grown), 500):
-                    part = grown[i:i + 500]
-                    for fp, n in idx.execute(
-                            f"SELECT fp, n_anchors FROM docs WHERE fp IN ({','.join('?' * len(part))})", part):
-                        c = counts[fp]
-                        if c >= max(1, 2 * n) and c != n:
-                            targets.append(fp)
-                        elif c != n:
-                            pending = True
-            targets.sort()
-            for i in range(0, len(targets), REFRESH_BATCH):   # memory: a batch's anchors at a time
-                part = targets[i:i + REFRESH_BATCH]
-                marks = ",".join("?" * len(part))
-                present = [fp for (fp,) in idx.execute(f"SELECT fp FROM docs WHERE fp IN ({marks})", part)]
-                anchors = _anchor_texts(idx, present)
-                # only the anchor text is indexed again: the page's own columns stay as they are
-                _fta_delete(idx, present)
-                _fta_insert(idx, {fp: a for fp, (a, _) in anchors.items()})
-                idx.executemany("UPDATE docs SET n_anchors = ? WHERE fp = ?",
-                                [(anchors.get(fp, ("", 0))[1], fp) for fp in present])
-                stats.anchors_refreshed += len(present)
-            _set(idx, "last_link", max_link)
-            _set(idx, "anchors_pending", pending)
+            self._anchors(crawl, idx, stats, exact)
+
+    def _anchors(self, crawl: sqlite3.Connection, idx: sqlite3.Connection, stats: UpdateStats,
+                 exact: bool) -> None:
+        """:meth:`_refresh_anchors` in the caller's write transaction."""
+        last_link = _get(idx, "last_link", 0)
+        pending = _get(idx, "anchors_pending", False)
+        with _snapshot(crawl):
+            max_link = crawl.execute("SELECT coalesce(max(rowid), 0) FROM links").fetchone()[0]
+            counts = _ingest_anchors(crawl, idx, last_link, max_link)
+        targets: list[int] = []
+        if exact and (pending or counts):
+            targets = [fp for (fp,) in idx.execute(
+                "SELECT d.fp FROM docs d LEFT JOIN anchors a ON a.dst = d.fp"
+                " WHERE coalesce(a.n, 0) != d.n_anchors")]
+            pending = False
+        elif counts:
+            grown = sorted(counts)
+            for i in range(0, len(grown), 500):
+                part = grown[i:i + 500]
+                for fp, n in idx.execute(
+                        f"SELECT fp, n_anchors FROM docs WHERE fp IN ({','.join('?' * len(part))})", part):
+                    c = counts[fp]
+                    if c >= max(1, 2 * n) and c != n:
+                        targets.append(fp)
+                    elif c != n:
+                        pending = True
+        targets.sort()
+        for i in range(0, len(targets), REFRESH_BATCH):   # memory: a batch's anchors at a time
+            part = targets[i:i + REFRESH_BATCH]
+            marks = ",".join("?" * len(part))
+            present = [fp for (fp,) in idx.execute(f"SELECT fp FROM docs WHERE fp IN ({marks})", part)]
+            anchors = _anchor_texts(idx, present)
+            # only the anchor text is indexed again: the page's own columns stay as they are
+            _fta_delete(idx, present)
+            _fta_insert(idx, {fp: a for fp, (a, _) in anchors.items()})
+            idx.executemany("UPDATE docs SET n_anchors = ? WHERE fp = ?",
+                            [(anchors.get(fp, ("", 0))[1], fp) for fp in present])
+            stats.anchors_refreshed += len(present)
+        _set(idx, "last_link", max_link)
+        _set(idx, "anchors_pending", pending)
 
     def _index_chunk(self, crawl: sqlite3.Connection, idx: sqlite3.Connection, stats: UpdateStats) -> bool:
         """Index the next chunk of fetches (in fetch order). False when there was nothing new."""
         with _write_tx(idx):
-            p = self._prepare_chunk(crawl, idx, _get(idx, "last_order", 0))
-            if p is None:
-                return False
-            self._write_chunk(idx, p, stats)
-            return True
+            return self._chunk(crawl, idx, stats)
+
+    def _chunk(self, crawl: sqlite3.Connection, idx: sqlite3.Connection, stats: UpdateStats) -> bool:
+        """:meth:`_index_chunk` in the caller's write transaction."""
+        p = self._prepare_chunk(crawl, idx, _get(idx, "last_order", 0))
+        if p is None:
+            return False
+        self._write_chunk(idx, p, stats)
+        return True
 
     def _index_pipelined(self, crawl: sqlite3.Connection, idx: sqlite3.Connection, stats: UpdateStats,
                          progress: Callable[[UpdateStats], None] | None, t0: float) -> None:
@@ -662,6 +678,22 @@ def _anchor_texts(idx: sqlite3.Connection, fps: list[int]) -> dict[int, tuple[st
     return out
 
 
+# FTS5's merge policy for the page table (kept in its config): a level's segments are merged when
+# there are AUTOMERGE of them (FTS5's default: 4), and at CRISISMERGE at once (default 16). Every
+# transaction adds a segment (the live index commits a step a second), and with the defaults the
+# merges rewrote the postings about three times over a crawl: 16 and 64 take an eighth less of the
+# index's CPU (14.5 -> 12.8 s for the benchmark crawl's 19,647 pages in steps of 250) for query
+# times within 3 % (docs/benchmarks.md, "The live index"). ``skitter index`` still ends with
+# 'optimize' (one segment).
+AUTOMERGE = 16
+CRISISMERGE = 64
+
+
+def _merge_settings(idx: sqlite3.Connection) -> None:
+    idx.execute(f"INSERT INTO fts (fts, rank) VALUES ('automerge', {AUTOMERGE})")
+    idx.execute(f"INSERT INTO fts (fts, rank) VALUES ('crisismerge', {CRISISMERGE})")
+
+
 def _restart(idx: sqlite3.Connection) -> None:
     """An index of an earlier layout (anchor text a column of ``fts``): dropped and made anew, so
     that this update indexes the whole crawl again."""
@@ -671,6 +703,7 @@ def _restart(idx: sqlite3.Connection) -> None:
     idx.executescript(SCHEMA)
     _set(idx, "version", INDEX_VERSION)
     _set(idx, "analyzer", _analyzer_id())
+    _merge_settings(idx)
 
 
 @contextmanager
