@@ -548,6 +548,58 @@ def test_did_you_mean(searcher):
 
 # ------------------------------------------------------------------------------ the live index
 
+def test_a_live_step_commits_its_anchors_and_first_chunk_together(crawl, tmp_path):
+    """A step of the live index (``update(max_pages=...)``) ingests the new links' anchors and
+    indexes its first chunk in one transaction: a page that cannot be read in that chunk rolls the
+    anchors back too (both watermarks stay), and the next step redoes both. A new index merges
+    FTS5 segments at 16 a level (crisis 64), not FTS5's 4 (docs/benchmarks.md)."""
+    d, _, _ = crawl
+    shutil.copy(d / "crawl.db", tmp_path / "crawl.db")
+    conn = sqlite3.connect(tmp_path / "crawl.db")
+    fp, text = conn.execute(
+        "SELECT p.fp, p.text FROM pages p JOIN fetches f ON f.fp = p.fp WHERE f.noindex = 0"
+        " AND f.duplicate_of IS NULL ORDER BY f.fetch_order LIMIT 1 OFFSET 5").fetchone()
+    conn.execute("UPDATE pages SET text = ? WHERE fp = ?", (b"not deflate", fp))
+    conn.commit()
+    commits = []
+    real = indexer_mod._write_tx
+
+    def counting(idx):
+        commits.append(1)
+        return real(idx)
+
+    ix = Indexer(tmp_path, chunk=40)
+    ix.connect()
+    try:
+        with pytest.raises(CrawlDirError, match="corrupt page text"):
+            ix.update(exact_anchors=False, max_pages=40, marks=False)
+        idx = sqlite3.connect(tmp_path / "index.db")
+        meta = dict(idx.execute("SELECT key, value FROM meta"))
+        assert "last_link" not in meta and "last_order" not in meta   # the anchors rolled back too
+        assert idx.execute("SELECT count(*) FROM anchors").fetchone()[0] == 0
+        assert dict(idx.execute("SELECT k, v FROM fts_config WHERE k IN ('automerge', 'crisismerge')")) == \
+            {"automerge": 16, "crisismerge": 64}
+        idx.close()
+        conn.execute("UPDATE pages SET text = ? WHERE fp = ?", (text, fp))
+        conn.commit()
+        ix.connect()
+        indexer_mod._write_tx = counting
+        try:
+            step = ix.update(exact_anchors=False, max_pages=40, marks=False)
+        finally:
+            indexer_mod._write_tx = real
+        assert step.indexed + step.skipped == 40 and len(commits) == 1   # one transaction
+        idx = sqlite3.connect(tmp_path / "index.db")
+        assert idx.execute("SELECT count(*) FROM anchors").fetchone()[0] > 0
+        idx.close()
+    finally:
+        ix.close()
+        conn.close()
+    Indexer(tmp_path).update()
+    assert fts_rows(tmp_path) == fts_rows(d)
+
+
+
 def _replay_slices(src: Path, dst: Path, per: int):
     """Copy a finished crawl into ``dst`` in slices of ``per`` fetches (fetch order; each slice's
     pages and links, links in rowid order), as the crawl wrote it: a generator, one slice a step."""
