@@ -24,9 +24,21 @@ DEFAULT_CRAWL_ID = "crawl"
 
 def config_from_dict(d: dict[str, Any]) -> CrawlConfig:
     d = dict(d)
+    d.pop("protocol", None)
     d["seeds"] = tuple(d.get("seeds", ()))
     d["resolve"] = tuple(tuple(p) for p in d.get("resolve", ()))
     return CrawlConfig(**d)
+
+
+def _check_protocol(raw: dict[str, Any], crawl_id: str) -> None:
+    """A crawl made by a skitter whose Redis layout is another (``PROTOCOL``) is one error line."""
+    from .distributed.frontier import PROTOCOL
+
+    got = raw.get("protocol", 1)
+    if got != PROTOCOL:
+        age = "an older" if isinstance(got, int) and got < PROTOCOL else "another"
+        raise UsageError(f"crawl {crawl_id!r} in Redis was made by {age} skitter (Redis protocol {got}; this one "
+                         f"speaks {PROTOCOL}): run the same skitter version on every worker, or use another --crawl-id")
 
 
 async def _connect(url: str):
@@ -78,6 +90,7 @@ async def _work(directory: Path, redis_url: str, crawl_id: str, config: CrawlCon
             raw_config = await read_crawl_config(client, keys)
             if raw_config is None:   # deleted in between by hand
                 raise RedisError(f"crawl {crawl_id!r} vanished from Redis while it was being created")
+            _check_protocol(raw_config, crawl_id)
             stored = config_from_dict(raw_config)
             # the crawl's stored rules win; this command's seeds are added to it
             config = stored.with_(seeds=tuple(dict.fromkeys(stored.seeds + config.seeds)))
@@ -93,6 +106,7 @@ async def _work(directory: Path, redis_url: str, crawl_id: str, config: CrawlCon
                 if time.monotonic() > deadline:
                     raise RedisError(f"no crawl {crawl_id!r} in Redis after an hour of waiting")
                 await asyncio.sleep(0.5)
+            _check_protocol(raw, crawl_id)
             config = config_from_dict(raw)
         policy = Politeness(delay=config.delay, per_host=config.per_host, adaptive=config.adaptive_delay,
                             max_crawl_delay=config.max_crawl_delay)

@@ -572,3 +572,31 @@ def test_stats_on_a_key_of_another_type_is_one_line(redis_url):
     finally:
         ui.stop()
     assert page["cluster"] is None and "WRONGTYPE" in page["cluster_error"]
+
+
+def test_a_crawl_of_another_redis_protocol_is_one_line(redis_url, tmp_path):
+    """A crawl whose entries in Redis another skitter version made (its config without this
+    version's ``protocol``) is not joined: ``worker`` and ``crawl --redis`` say so in one line and
+    exit 2, and leave it as it was. A crawl this version makes carries its protocol."""
+    import redis
+
+    from skitter.distributed.frontier import PROTOCOL, CrawlKeys
+
+    old = {"seeds": ["http://127.0.0.1:9/"], "max_pages": 10}   # as an earlier skitter stored it
+    client = redis.Redis.from_url(redis_url)
+    try:
+        client.set(CrawlKeys("olden").config, json.dumps(old))
+        for args in (("worker", "-o", str(tmp_path / "w")),
+                     ("crawl", "http://127.0.0.1:9/", "-o", str(tmp_path / "c"))):
+            res = skitter(*args, "--redis", redis_url, "--crawl-id", "olden", timeout=60)
+            lines = [line for line in res.stderr.splitlines() if line.strip()]
+            assert res.returncode == 2 and len(lines) == 1, res.stderr
+            assert "protocol 1" in lines[0] and f"speaks {PROTOCOL}" in lines[0], lines[0]
+        assert json.loads(client.get(CrawlKeys("olden").config)) == old
+        with DemoServer(DemoConfig(hosts=1, pages=30, seed=2, crawl_delay=0)) as srv:
+            res = skitter("crawl", *srv.web.seeds(), "-o", str(tmp_path / "new"), "--redis", redis_url,
+                          "--crawl-id", "newer", *COMMON)
+        assert res.returncode == 0, res.stderr
+        assert json.loads(client.get(CrawlKeys("newer").config))["protocol"] == PROTOCOL
+    finally:
+        client.close()

@@ -88,7 +88,7 @@ from .seen import HAS_LUA, RedisSeenSet, _Script
 
 log = logging.getLogger("skitter.distributed")
 
-__all__ = ["RedisFrontier", "CrawlKeys", "create_crawl", "read_crawl_config", "worker_id"]
+__all__ = ["RedisFrontier", "CrawlKeys", "create_crawl", "read_crawl_config", "worker_id", "PROTOCOL"]
 
 
 def worker_id() -> str:
@@ -335,12 +335,20 @@ def _decode(raw: bytes | str) -> tuple[Candidate, int, float | None, int]:
                      attempts=attempts), seq, due, int(rest[0]) if rest else 0
 
 
+# The layout of a crawl's entries in Redis, stored with its settings (``protocol`` in
+# ``sk:{C}:config``): a worker joins only a crawl of its own protocol, so a cluster of mixed
+# skitter versions is one clear error, not records one side cannot read. 1 (no ``protocol``):
+# records of 8 fields; 2: records with a 9th (``revisit``), politeness with three values, the
+# reservations held per worker (``sk:{C}:held``).
+PROTOCOL = 2
+
+
 async def create_crawl(client, keys: CrawlKeys, config: dict[str, Any]) -> bool:
     """Store the crawl's settings (the first ``crawl --redis`` creates the crawl; a later one
     joins it with the stored settings) and hold the crawl open (+1 pending) until this process
     has queued the seeds (:class:`RedisFrontier` ``hold=True`` lets go). True if created."""
     async with client.pipeline(transaction=False) as pipe:
-        pipe.set(keys.config, json.dumps(config), nx=True)
+        pipe.set(keys.config, json.dumps({**config, "protocol": PROTOCOL}), nx=True)
         pipe.incrby(keys.pending, 1)
         created, _ = await pipe.execute()
     return bool(created)
