@@ -449,3 +449,46 @@ def test_a_single_redis_keeps_no_set_of_urls_done(redis_server):
             await a.close()
 
     asyncio.run(go())
+
+
+def test_budget_reservations_count_once_and_come_back_from_a_dead_worker(redis_server):
+    """--max-pages on Redis: a reservation or a settlement sent again (its reply lost) counts once;
+    what a worker that went silent still holds is 'in limbo' (the others wait for it) until its
+    leases must have expired, then goes back to the budget; a URL done settles its reservation."""
+    async def go():
+        timing = dict(heartbeat=0.05, member_ttl=0.4, lease_ttl=0.4)
+        a = Worker(redis_server.url, "wa", "budget1", budget=3, **timing)
+        b = Worker(redis_server.url, "wb", "budget1", budget=3, **timing)
+        keys = a.f.keys
+        try:
+            await a.f._tick()
+            await b.f._tick()
+            assert await b.f._reserve(1) and await b.f._reserve(1)   # the same reservation, retried
+            assert await b.f._reserve(2)
+            assert int(await a.client.get(keys.budget)) == 2
+            assert int(await a.client.hget(keys.held, "wb")) == 2
+            b.f._give_back = 1                       # one of them did not count (robots.txt, a retry)
+            await b.f._give_back_budget()
+            seq = b.f._rsv_seq
+            b.f._settling = (seq, 0, 1)              # sent again: its reply was lost
+            await b.f._give_back_budget()
+            assert int(await a.client.get(keys.budget)) == 1 and int(await a.client.hget(keys.held, "wb")) == 1
+            # a reserves the rest of the budget; a URL done settles its reservation (it stays counted)
+            assert await a.f._reserve(1) and await a.f._reserve(2) and not await a.f._reserve(3)
+            a.f._settled = 1
+            await a.f._give_back_budget()
+            assert int(await a.client.get(keys.budget)) == 3 and int(await a.client.hget(keys.held, "wa")) == 1
+            # b goes silent with one fetch in flight: in limbo, then given back
+            await asyncio.sleep(0.5)
+            await a.f._tick()
+            assert a.f.budget_limbo == 1 and int(await a.client.get(keys.budget)) == 3
+            await asyncio.sleep(0.5)
+            await a.f._tick()
+            assert a.f.budget_limbo == 0 and a.f.reclaimed == 1
+            assert int(await a.client.get(keys.budget)) == 2 and await a.client.hget(keys.held, "wb") is None
+            assert await a.f._reserve(4)             # the page b never finished can be fetched after all
+        finally:
+            await a.close()
+            await b.close()
+
+    asyncio.run(go())
