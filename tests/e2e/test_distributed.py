@@ -403,6 +403,20 @@ def test_two_workers_on_a_redis_cluster(own_cluster, local_urls, tmp_path):
     assert shared == {u: counts[0].get(u, 0.0) + counts[1].get(u, 0.0) for u in shared}
 
 
+def test_max_pages_on_a_redis_cluster(own_cluster, tmp_path):
+    """The budget's keys (count, reservations held, their numbers, members) share one slot, so its
+    scripts run on a Redis Cluster too: two workers together fetch the budget, no more."""
+    budget = 50
+    with DemoServer(WEB, latency_ms=2) as srv:
+        procs = start_cluster(srv.web.seeds(), own_cluster.url, "clusterbudget", tmp_path, 2, "--max-pages", str(budget))
+        results = finish(procs)
+    assert [rc for rc, _ in results] == [0, 0], [err[-2000:] for _, err in results]
+    total = sum(len(fetched_urls(tmp_path / f"w{i}")) for i in range(2))
+    assert budget - 3 <= total <= budget
+    stats = json.loads(skitter("stats", "--redis", own_cluster.url, "--crawl-id", "clusterbudget", "--json").stdout)
+    assert stats["budget_spent"] and stats["max_pages_used"] == total
+
+
 def test_unreachable_redis_is_one_line(tmp_path):
     res = skitter("worker", "--redis", "redis://127.0.0.1:1/0", "-o", str(tmp_path / "w"), timeout=30)
     assert res.returncode == 1
