@@ -278,10 +278,7 @@ class Indexer:
         try:
             idx = open_index(self.crawl_dir, readonly=False)
             try:
-                idx.execute("BEGIN IMMEDIATE")
-                for name in _TABLES:
-                    idx.execute(f"DROP TABLE IF EXISTS {name}")
-                idx.execute("COMMIT")
+                _drop_all(idx)
                 idx.execute("VACUUM")
             finally:
                 idx.close()
@@ -694,12 +691,18 @@ def _merge_settings(idx: sqlite3.Connection) -> None:
     idx.execute(f"INSERT INTO fts (fts, rank) VALUES ('crisismerge', {CRISISMERGE})")
 
 
-def _restart(idx: sqlite3.Connection) -> None:
-    """An index of an earlier layout (anchor text a column of ``fts``): dropped and made anew, so
-    that this update indexes the whole crawl again."""
+def _drop_all(idx: sqlite3.Connection) -> None:
+    """Every table of the index dropped, in one transaction (a rebuild; an index of an earlier
+    layout)."""
     with _write_tx(idx):
         for name in _TABLES:
             idx.execute(f"DROP TABLE IF EXISTS {name}")
+
+
+def _restart(idx: sqlite3.Connection) -> None:
+    """An index of an earlier layout (anchor text a column of ``fts``): dropped and made anew, so
+    that this update indexes the whole crawl again."""
+    _drop_all(idx)
     idx.executescript(SCHEMA)
     _set(idx, "version", INDEX_VERSION)
     _set(idx, "analyzer", _analyzer_id())
