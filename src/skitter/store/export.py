@@ -104,8 +104,13 @@ def export(directories: Path | Sequence[Path], fmt: str, out: Path | None) -> in
 
             if out is None:
                 raise SystemExit("skitter: error: --format warc needs -o FILE")
-            pairs = [(str(dirs[i] / "warc" / row["warc_file_"]), row["warc_offset_"], row["warc_length_"])
-                     for i, row, _ in records if row["warc_file_"] is not None]
+            if len(dbs) == 1:   # one directory: its records' WARC locations alone, in the same order
+                pairs = [(str(dirs[0] / "warc" / f), offset, length) for f, offset, length in dbs[0].query(
+                    "SELECT warc_file, warc_offset, warc_length FROM fetches WHERE warc_file IS NOT NULL"
+                    " ORDER BY fetch_order IS NULL, fetch_order, fp")]
+            else:
+                pairs = [(str(dirs[i] / "warc" / row["warc_file_"]), row["warc_offset_"], row["warc_length_"])
+                         for i, row, _ in records if row["warc_file_"] is not None]
             export_warc(pairs, out)
             return len(pairs)
         stream: IO[str] = open(out, "w", encoding="utf-8", newline="") if out else sys.stdout
