@@ -52,9 +52,7 @@ What lives where (``P`` = ``sk``, ``C`` = the crawl id, ``H`` = a host key):
                               fenced (the host moved: its next owner fetches it) gives it back.
                               What a worker that died or left still holds goes back to the budget
                               (:data:`_RECLAIM`, run with every heartbeat), so a cluster that
-                              loses a worker still fetches its ``--max-pages``. ``sk:{C}:rsv``
-                              keeps each worker's last reservation and settlement numbers, so
-                              that a call retried after its reply was lost does not count twice.
+                              loses a worker still fetches its ``--max-pages``.
 - ``sk:{C}:config``, ``sk:{C}:stats:W``   the crawl's settings; each worker's figures.
 
 The worker's own part is a :class:`~skitter.frontier.local.LocalFrontier` on the worker's crawl
@@ -113,7 +111,6 @@ class CrawlKeys:
         self.config = f"{g}:config"
         self.budget = f"{g}:budget"
         self.held = f"{g}:held"
-        self.rsv = f"{g}:rsv"
         self.seen_prefix = f"sk:{crawl_id}"
         self._g = g
 
@@ -272,26 +269,19 @@ return out
 """)
 
 _RESERVE = _Script.of("""
--- KEYS: budget, held, rsv; ARGV: --max-pages, worker, the reservation's number (the worker's own
--- sequence). 1 (and one more fetch counted, held by the worker) if the count is below the budget,
--- else 0. The same number again (a call retried after its reply was lost) is the same reservation.
-local last = 'r:' .. ARGV[2]
-if redis.call('HGET', KEYS[3], last) == ARGV[3] then return 1 end
+-- KEYS: budget, held; ARGV: --max-pages, worker. 1 (and one more fetch counted, held by the
+-- worker) if the count is below the budget, else 0.
 if tonumber(redis.call('GET', KEYS[1]) or '0') >= tonumber(ARGV[1]) then return 0 end
 redis.call('INCR', KEYS[1])
 redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
-redis.call('HSET', KEYS[3], last, ARGV[3])
 return 1
 """)
 
 _SETTLE = _Script.of("""
--- KEYS: budget, held, rsv; ARGV: worker, settled, given back, the settlement's number. The worker's
--- reservations that became URLs done (settled: they stay counted) or did not count (given back to
--- the budget). Never more than the worker holds: what the worker held may have been reclaimed (it
--- was taken for dead). The same number again (a retry) changes nothing. The budget's count after.
-local last = 's:' .. ARGV[1]
-if redis.call('HGET', KEYS[3], last) == ARGV[4] then return tonumber(redis.call('GET', KEYS[1]) or '0') end
-redis.call('HSET', KEYS[3], last, ARGV[4])
+-- KEYS: budget, held; ARGV: worker, settled, given back. The worker's reservations that became URLs
+-- done (settled: they stay counted) or did not count (given back to the budget). Never more than
+-- the worker holds: what the worker held may have been reclaimed (it was taken for dead). The
+-- budget's count after it.
 local h = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
 local back = math.min(h, tonumber(ARGV[3]))
 local settled = math.min(h - back, tonumber(ARGV[2]))
@@ -301,7 +291,7 @@ return tonumber(redis.call('GET', KEYS[1]) or '0')
 """)
 
 _RECLAIM = _Script.of("""
--- KEYS: budget, held, members, rsv; ARGV: now, horizon (s), this worker, member TTL (s). What the
+-- KEYS: budget, held, members; ARGV: now, horizon (s), this worker, member TTL (s). What the
 -- workers that left (heartbeat 0) or have been silent for over the horizon (their leases expired:
 -- every write of theirs is fenced) still hold goes back to the budget. Returns {given back, held
 -- by workers silent for over the member TTL but not yet the horizon}: while some are, part of the
@@ -316,7 +306,6 @@ for i = 1, #held, 2 do
     if beat == 0 or beat < now - horizon then
       back = back + math.max(n, 0)
       redis.call('HDEL', KEYS[2], w)
-      redis.call('HDEL', KEYS[4], 'r:' .. w, 's:' .. w)
     elseif beat < now - tonumber(ARGV[4]) then
       limbo = limbo + math.max(n, 0)
     end
@@ -442,8 +431,6 @@ class RedisFrontier:
         self.budget_spent = False                 # a reservation failed: this worker is done
         self._give_back = 0                       # reservations to give back (fetches that did not count)
         self._settled = 0                         # reservations become URLs done, to settle in sk:{C}:held
-        self._settling: tuple[int, int, int] | None = None   # a settlement sent whose reply did not come
-        self._rsv_seq = 0                         # numbers of this worker's reservations and settlements
         self.budget_limbo = 0                     # reservations of silent workers, not reclaimed yet
         self.reclaimed = 0                        # reservations of dead workers this one gave back
         self.importance: Any = None               # the importance scorer whose signals are shared
@@ -641,8 +628,7 @@ class RedisFrontier:
         while not self._stopped:
             cand = local._pop_ready()
             if cand is not None:
-                self._rsv_seq += 1
-                if self.budget and not await self._retrying(self._reserve, self._rsv_seq):
+                if self.budget and not await self._retrying(self._reserve):
                     # the cluster's budget is spent: the URL stays queued (in Redis too)
                     local.finish(cand, Outcome(requested=False, due=self.clock.time()))
                     self.budget_spent = True
@@ -694,29 +680,24 @@ class RedisFrontier:
         if self.immediate:
             await self.flush()
 
-    async def _reserve(self, seq: int) -> bool:
-        """One fetch reserved in the cluster's budget, if any is left (``seq``: the reservation's
-        number, the same when the call is retried)."""
-        (ok,) = await self._scripts(_RESERVE, [("", [self.keys.budget, self.keys.held, self.keys.rsv],
-                                                [self.budget, self.worker, seq])])
+    async def _reserve(self) -> bool:
+        """One fetch reserved in the cluster's budget, if any is left."""
+        (ok,) = await self._scripts(_RESERVE, [("", [self.keys.budget, self.keys.held], [self.budget, self.worker])])
         self.budget_used = self.budget_used + 1 if ok else max(self.budget_used, self.budget)
         return bool(ok)
 
     async def _give_back_budget(self) -> None:
         """Settle the reservations that became URLs done in Redis and give back those that did
-        not count, in one script call. A call that failed is sent again as it was (its number
-        with it: if it ran, it changes nothing) before what came since."""
-        for _ in range(2):
-            if self._settling is None:
-                if not (self._give_back or self._settled):
-                    return
-                self._rsv_seq += 1
-                self._settling = (self._rsv_seq, self._settled, self._give_back)
-                self._give_back = self._settled = 0
-            seq, k, n = self._settling
-            (self.budget_used,) = await self._scripts(_SETTLE, [("", [self.keys.budget, self.keys.held, self.keys.rsv],
-                                                                [self.worker, k, n, seq])])
-            self._settling = None
+        not count, in one script call."""
+        n, self._give_back = self._give_back, 0
+        k, self._settled = self._settled, 0
+        try:
+            (self.budget_used,) = await self._scripts(_SETTLE, [("", [self.keys.budget, self.keys.held],
+                                                                [self.worker, k, n])])
+        except BaseException:
+            self._give_back += n   # (a reply lost in a Redis blip gives back twice: n fetches more)
+            self._settled += k
+            raise
 
     async def committed(self) -> None:
         """The store has committed every page done so far: make those URLs done in Redis too,
@@ -852,7 +833,7 @@ class RedisFrontier:
                 self.pending = await self.client.decrby(self.keys.pending, deleted)
                 if self.pending <= 0:
                     self.local._wake.set()
-        if self._give_back or self._settled or self._settling is not None:
+        if self._give_back or self._settled:
             await self._give_back_budget()
         if release:
             await self._release_leaving()
@@ -1068,7 +1049,7 @@ class RedisFrontier:
     async def _reclaim(self, now: float) -> None:
         """Give back to the budget what workers that died or left still hold (:data:`_RECLAIM`)."""
         ((back, limbo),) = await self._scripts(_RECLAIM, [
-            ("", [self.keys.budget, self.keys.held, self.keys.members, self.keys.rsv],
+            ("", [self.keys.budget, self.keys.held, self.keys.members],
              [repr(now), repr(self.member_ttl + self.lease_ttl), self.worker, repr(self.member_ttl)])])
         self.budget_limbo = int(limbo)
         if back:
@@ -1221,9 +1202,7 @@ class RedisFrontier:
             # lease to expire, so its politeness holds), without touching the local database.
             await self.flush(release=False)
             if self.budget:   # what it still holds (fetches abandoned in flight) goes back now
-                self._rsv_seq += 1
-                await self._scripts(_SETTLE, [("", [self.keys.budget, self.keys.held, self.keys.rsv],
-                                               [self.worker, 0, 1 << 40, self._rsv_seq])])
+                await self._scripts(_SETTLE, [("", [self.keys.budget, self.keys.held], [self.worker, 0, 1 << 40])])
             local = self.local
             free = [k for k in self.tokens if not local.hosts[k].clock.active]
             await self._scripts(_RELEASE, [
