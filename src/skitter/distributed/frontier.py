@@ -46,13 +46,6 @@ What lives where (``P`` = ``sk``, ``C`` = the crawl id, ``H`` = a host key):
                               one (a script: only below the budget) before it hands a URL out, and
                               gives it back when the URL turns out not to count (robots.txt, a
                               retry, a URL robots.txt disallows).
-- ``sk:{C}:held``             with ``--max-pages``: worker -> its reservations not yet settled,
-                              that is not yet a URL done in Redis (in flight, or fetched and not
-                              committed). A URL done settles its reservation; one whose write is
-                              fenced (the host moved: its next owner fetches it) gives it back.
-                              What a worker that died or left still holds goes back to the budget
-                              (:data:`_RECLAIM`, run with every heartbeat), so a cluster that
-                              loses a worker still fetches its ``--max-pages``.
 - ``sk:{C}:config``, ``sk:{C}:stats:W``   the crawl's settings; each worker's figures.
 
 The worker's own part is a :class:`~skitter.frontier.local.LocalFrontier` on the worker's crawl
@@ -110,7 +103,6 @@ class CrawlKeys:
         self.pending = f"{g}:pending"
         self.config = f"{g}:config"
         self.budget = f"{g}:budget"
-        self.held = f"{g}:held"
         self.seen_prefix = f"sk:{crawl_id}"
         self._g = g
 
@@ -269,50 +261,10 @@ return out
 """)
 
 _RESERVE = _Script.of("""
--- KEYS: budget, held; ARGV: --max-pages, worker. 1 (and one more fetch counted, held by the
--- worker) if the count is below the budget, else 0.
+-- KEYS: budget; ARGV: --max-pages. 1 (and one more fetch counted) if the count is below it, else 0.
 if tonumber(redis.call('GET', KEYS[1]) or '0') >= tonumber(ARGV[1]) then return 0 end
 redis.call('INCR', KEYS[1])
-redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
 return 1
-""")
-
-_SETTLE = _Script.of("""
--- KEYS: budget, held; ARGV: worker, settled, given back. The worker's reservations that became URLs
--- done (settled: they stay counted) or did not count (given back to the budget). Never more than
--- the worker holds: what the worker held may have been reclaimed (it was taken for dead). The
--- budget's count after it.
-local h = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
-local back = math.min(h, tonumber(ARGV[3]))
-local settled = math.min(h - back, tonumber(ARGV[2]))
-if back + settled > 0 then redis.call('HINCRBY', KEYS[2], ARGV[1], -(back + settled)) end
-if back > 0 then return redis.call('DECRBY', KEYS[1], back) end
-return tonumber(redis.call('GET', KEYS[1]) or '0')
-""")
-
-_RECLAIM = _Script.of("""
--- KEYS: budget, held, members; ARGV: now, horizon (s), this worker, member TTL (s). What the
--- workers that left (heartbeat 0) or have been silent for over the horizon (their leases expired:
--- every write of theirs is fenced) still hold goes back to the budget. Returns {given back, held
--- by workers silent for over the member TTL but not yet the horizon}: while some are, part of the
--- budget may still come back.
-local held = redis.call('HGETALL', KEYS[2])
-local now, horizon = tonumber(ARGV[1]), tonumber(ARGV[2])
-local back, limbo = 0, 0
-for i = 1, #held, 2 do
-  local w, n = held[i], tonumber(held[i + 1])
-  if w ~= ARGV[3] then
-    local beat = tonumber(redis.call('ZSCORE', KEYS[3], w) or '0')
-    if beat == 0 or beat < now - horizon then
-      back = back + math.max(n, 0)
-      redis.call('HDEL', KEYS[2], w)
-    elseif beat < now - tonumber(ARGV[4]) then
-      limbo = limbo + math.max(n, 0)
-    end
-  end
-end
-if back > 0 then redis.call('DECRBY', KEYS[1], back) end
-return {back, limbo}
 """)
 
 _ZERO_IF = _Script.of("""
@@ -338,8 +290,7 @@ def _decode(raw: bytes | str) -> tuple[Candidate, int, float | None, int]:
 # The layout of a crawl's entries in Redis, stored with its settings (``protocol`` in
 # ``sk:{C}:config``): a worker joins only a crawl of its own protocol, so a cluster of mixed
 # skitter versions is one clear error, not records one side cannot read. 1 (no ``protocol``):
-# records of 8 fields; 2: records with a 9th (``revisit``), politeness with three values, the
-# reservations held per worker (``sk:{C}:held``).
+# records of 8 fields; 2: records with a 9th (``revisit``), politeness with three values.
 PROTOCOL = 2
 
 
@@ -412,7 +363,7 @@ class RedisFrontier:
         self.known_hosts: set[str] = set()        # hosts this process has put in sk:{C}:hosts
         self.wanted: set[str] = set()             # hosts the ring gives us, not leased yet
         self._acquiring: set[str] = set()         # hosts whose lease is being asked for
-        self._buf: list[tuple[str, int, str, bool]] = []   # (host, fp, record or "", counted) not yet in Redis
+        self._buf: list[tuple[str, int, str]] = []   # (host, fp, record or "") not yet in Redis
         self._seq = 0
         self.pending: int | None = None           # the last value of sk:{C}:pending we read
         self._stopped = False
@@ -430,9 +381,6 @@ class RedisFrontier:
         self.budget_used = 0                      # the last value of sk:{C}:budget we read
         self.budget_spent = False                 # a reservation failed: this worker is done
         self._give_back = 0                       # reservations to give back (fetches that did not count)
-        self._settled = 0                         # reservations become URLs done, to settle in sk:{C}:held
-        self.budget_limbo = 0                     # reservations of silent workers, not reclaimed yet
-        self.reclaimed = 0                        # reservations of dead workers this one gave back
         self.importance: Any = None               # the importance scorer whose signals are shared
         self._may_enter: Callable[[str], bool] | None = None   # which URLs' signals are shared
         self._priorities_out: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)   # owner -> host -> url -> total
@@ -637,7 +585,7 @@ class RedisFrontier:
             if self.pending == 0 and not local._leases and not self._buf:
                 local._wake.set()
                 return None   # nothing queued or in flight anywhere: the crawl is over
-            if self.budget and self.budget_used >= self.budget and not local._leases and not self.budget_limbo:
+            if self.budget and self.budget_used >= self.budget and not local._leases:
                 self.budget_spent = True
                 local._wake.set()
                 return None   # the cluster's --max-pages are all fetched or in flight elsewhere
@@ -662,13 +610,12 @@ class RedisFrontier:
         local.finish(candidate, outcome)
         # buffered before any await: a task cancelled while giving back its budget (the crawl
         # stopping) must still have its URL written done or due again in Redis by the next flush
-        counted = bool(self.budget) and outcome.requested and outcome.due is None
         if outcome.due is None:
-            self._buf.append((host, fp, "", counted))
+            self._buf.append((host, fp, ""))
         else:
             self._seq += 1
-            self._buf.append((host, fp, _record(candidate, self._seq, outcome.due, outcome.revisit), False))
-        if self.budget and not counted:
+            self._buf.append((host, fp, _record(candidate, self._seq, outcome.due, outcome.revisit)))
+        if self.budget and not (outcome.requested and outcome.due is None):
             # not a fetch that counts (--max-pages counts URLs requested and done): given back at
             # once, so that a worker's last fetch tasks can take it again; while Redis is away,
             # with the next flush
@@ -682,21 +629,16 @@ class RedisFrontier:
 
     async def _reserve(self) -> bool:
         """One fetch reserved in the cluster's budget, if any is left."""
-        (ok,) = await self._scripts(_RESERVE, [("", [self.keys.budget, self.keys.held], [self.budget, self.worker])])
+        (ok,) = await self._scripts(_RESERVE, [("", [self.keys.budget], [self.budget])])
         self.budget_used = self.budget_used + 1 if ok else max(self.budget_used, self.budget)
         return bool(ok)
 
     async def _give_back_budget(self) -> None:
-        """Settle the reservations that became URLs done in Redis and give back those that did
-        not count, in one script call."""
         n, self._give_back = self._give_back, 0
-        k, self._settled = self._settled, 0
         try:
-            (self.budget_used,) = await self._scripts(_SETTLE, [("", [self.keys.budget, self.keys.held],
-                                                                [self.worker, k, n])])
+            self.budget_used = await self.client.decrby(self.keys.budget, n)
         except BaseException:
             self._give_back += n   # (a reply lost in a Redis blip gives back twice: n fetches more)
-            self._settled += k
             raise
 
     async def committed(self) -> None:
@@ -796,19 +738,15 @@ class RedisFrontier:
         if self._buf:
             buf, self._buf = self._buf, []
             by_host: dict[str, list[str]] = defaultdict(list)
-            counted: dict[str, int] = defaultdict(int)
-            for host, fp, rec, c in buf:
+            for host, fp, rec in buf:
                 by_host[host].extend((str(fp), rec))
-                counted[host] += c
             calls = []
-            dropped = 0
             # on a cluster the URLs done are also recorded for admission's step 2 (_add_cluster)
             horizon = int(self.done_horizon * 1000) if self.seen._cluster else 0
             for host, args in by_host.items():
                 token = self.tokens.get(host)
                 if token is None:
                     self.fenced += len(args) // 2
-                    dropped += counted[host]   # not done in Redis: its next owner fetches them
                     continue
                 calls.append((host, [self.keys.host(host, "lease"), self.keys.host(host, "q"),
                                      self.keys.host(host, "done")], [token, horizon, DONE_MAX, *args]))
@@ -817,23 +755,19 @@ class RedisFrontier:
             except BaseException:
                 self._buf = buf + self._buf   # a script that ran changes nothing when run again
                 raise
-            deleted, settled = 0, 0
-            self._give_back += dropped
+            deleted = 0
             for (host, _, _), n in zip(calls, replies):
                 if n < 0:
                     _debug(f"fenced on {host}")
                     self.fenced += 1
-                    self._give_back += counted[host]
                     self._lost(host)
                 else:
                     deleted += n
-                    settled += counted[host]
-            self._settled += settled
             if deleted:
                 self.pending = await self.client.decrby(self.keys.pending, deleted)
                 if self.pending <= 0:
                     self.local._wake.set()
-        if self._give_back or self._settled:
+        if self._give_back:
             await self._give_back_budget()
         if release:
             await self._release_leaving()
@@ -1046,20 +980,8 @@ class RedisFrontier:
         self._redis_down_since = None
         self._last_answer = time.monotonic()
 
-    async def _reclaim(self, now: float) -> None:
-        """Give back to the budget what workers that died or left still hold (:data:`_RECLAIM`)."""
-        ((back, limbo),) = await self._scripts(_RECLAIM, [
-            ("", [self.keys.budget, self.keys.held, self.keys.members],
-             [repr(now), repr(self.member_ttl + self.lease_ttl), self.worker, repr(self.member_ttl)])])
-        self.budget_limbo = int(limbo)
-        if back:
-            self.reclaimed += int(back)
-            _debug(f"gave back {back} reservations of workers gone")
-
     async def _tick(self) -> None:
         now = time.time()
-        if self.budget:
-            await self._reclaim(now)
         async with self.client.pipeline(transaction=False) as pipe:
             pipe.zadd(self.keys.members, {self.worker: now})
             pipe.zrangebyscore(self.keys.members, now - self.member_ttl, "+inf")
@@ -1201,8 +1123,6 @@ class RedisFrontier:
             # release every lease with nothing in flight (an abandoned URL's host waits for its
             # lease to expire, so its politeness holds), without touching the local database.
             await self.flush(release=False)
-            if self.budget:   # what it still holds (fetches abandoned in flight) goes back now
-                await self._scripts(_SETTLE, [("", [self.keys.budget, self.keys.held], [self.worker, 0, 1 << 40])])
             local = self.local
             free = [k for k in self.tokens if not local.hosts[k].clock.active]
             await self._scripts(_RELEASE, [
