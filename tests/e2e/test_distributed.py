@@ -365,8 +365,8 @@ def test_two_workers_on_a_redis_cluster(own_cluster, local_urls, tmp_path):
 
 
 def test_max_pages_on_a_redis_cluster(own_cluster, tmp_path):
-    """The budget's keys (count, reservations held, their numbers, members) share one slot, so its
-    scripts run on a Redis Cluster too: two workers together fetch the budget, no more."""
+    """--max-pages on a Redis Cluster: the budget's reservation script runs there too (its key has
+    the crawl's hash tag), and two workers together fetch the budget, no more."""
     budget = 50
     with DemoServer(WEB, latency_ms=2) as srv:
         procs = start_cluster(srv.web.seeds(), own_cluster.url, "clusterbudget", tmp_path, 2, "--max-pages", str(budget))
