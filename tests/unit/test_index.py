@@ -169,20 +169,27 @@ def test_a_corrupt_page_text_is_one_error_line(crawl, tmp_path):
     assert res.stderr.strip().splitlines() == [res.stderr.strip()] and "corrupt page text" in res.stderr
 
 
+def _copy_with_a_corrupt_page(src: Path, dst: Path, offset: int) -> tuple[sqlite3.Connection, int, bytes]:
+    """crawl.db copied into ``dst`` with the text of its ``offset``-th indexable page (fetch order)
+    made unreadable: (a connection to the copy, that page's fp, its real text to put back)."""
+    shutil.copy(src / "crawl.db", dst / "crawl.db")
+    conn = sqlite3.connect(dst / "crawl.db")
+    fp, text = conn.execute(
+        "SELECT p.fp, p.text FROM pages p JOIN fetches f ON f.fp = p.fp WHERE f.noindex = 0"
+        " AND f.duplicate_of IS NULL ORDER BY f.fetch_order LIMIT 1 OFFSET ?", (offset,)).fetchone()
+    conn.execute("UPDATE pages SET text = ? WHERE fp = ?", (b"not deflate", fp))
+    conn.commit()
+    return conn, fp, text
+
+
 @pytest.mark.parametrize("pipelined", [False, True])
 def test_a_chunk_that_fails_is_rolled_back_and_the_next_update_redoes_it(crawl, tmp_path, pipelined):
     """Each chunk of pages is one transaction on index.db: a page that cannot be read (corrupt
     text) in the third chunk leaves the first two indexed and nothing of the third; once the page
     is readable again, an update gives what a rebuild gives."""
     d, _, _ = crawl
-    shutil.copy(d / "crawl.db", tmp_path / "crawl.db")
-    conn = sqlite3.connect(tmp_path / "crawl.db")
-    fp, text = conn.execute(
-        "SELECT p.fp, p.text FROM pages p JOIN fetches f ON f.fp = p.fp WHERE f.noindex = 0"
-        " AND f.duplicate_of IS NULL ORDER BY f.fetch_order LIMIT 1 OFFSET 80").fetchone()
+    conn, fp, text = _copy_with_a_corrupt_page(d, tmp_path, 80)
     order = conn.execute("SELECT fetch_order FROM fetches WHERE fp = ?", (fp,)).fetchone()[0]
-    conn.execute("UPDATE pages SET text = ? WHERE fp = ?", (b"not deflate", fp))
-    conn.commit()
     with pytest.raises(CrawlDirError, match="corrupt page text"):
         Indexer(tmp_path, chunk=37).update(pipelined=pipelined)
     idx = sqlite3.connect(tmp_path / "index.db")
@@ -554,13 +561,7 @@ def test_a_live_step_commits_its_anchors_and_first_chunk_together(crawl, tmp_pat
     anchors back too (both watermarks stay), and the next step redoes both. A new index merges
     FTS5 segments at 16 a level (crisis 64), not FTS5's 4 (docs/benchmarks.md)."""
     d, _, _ = crawl
-    shutil.copy(d / "crawl.db", tmp_path / "crawl.db")
-    conn = sqlite3.connect(tmp_path / "crawl.db")
-    fp, text = conn.execute(
-        "SELECT p.fp, p.text FROM pages p JOIN fetches f ON f.fp = p.fp WHERE f.noindex = 0"
-        " AND f.duplicate_of IS NULL ORDER BY f.fetch_order LIMIT 1 OFFSET 5").fetchone()
-    conn.execute("UPDATE pages SET text = ? WHERE fp = ?", (b"not deflate", fp))
-    conn.commit()
+    conn, fp, text = _copy_with_a_corrupt_page(d, tmp_path, 5)
     commits = []
     real = indexer_mod._write_tx
 
