@@ -22,6 +22,7 @@ RECRAWL_FIELDS = ("visits", "changes", "last_changed", "change_rate", "change_ra
                   "in_collection")
 FIELDS = EXPORT_FIELDS + EXTRA_FIELDS + JOINED_FIELDS + RECRAWL_FIELDS
 _DAY = 86400.0
+_ORDER = " ORDER BY f.fetch_order IS NULL, f.fetch_order, f.fp"   # fetch order; then those without one
 
 
 def iter_records(db: CrawlDB) -> Iterator[dict]:
@@ -48,8 +49,9 @@ def _rows(db: CrawlDB, *, by_time: bool = False) -> Iterator[tuple[sqlite3.Row, 
         recrawl = ", NULL AS rfp"
     sql = f"SELECT {cols}, {via}{recrawl}, f.fp AS fp_, f.warc_file AS warc_file_, f.warc_offset AS warc_offset_," \
           f" f.warc_length AS warc_length_ FROM fetches f{join}"
-    order = "iif(f.fetch_order IS NULL, NULL, f.fetched_at), f.fetch_order" if by_time else "f.fetch_order"
-    for row in db.query(sql + f" ORDER BY f.fetch_order IS NULL, {order}, f.fp"):
+    order = (" ORDER BY f.fetch_order IS NULL, iif(f.fetch_order IS NULL, NULL, f.fetched_at), f.fetch_order, f.fp"
+             if by_time else _ORDER)
+    for row in db.query(sql + order):
         rec = {k: row[k] for k in EXPORT_FIELDS + EXTRA_FIELDS + JOINED_FIELDS}
         rec["noindex"] = bool(rec["noindex"])
         rec["nofollow"] = bool(rec["nofollow"])
@@ -106,8 +108,8 @@ def export(directories: Path | Sequence[Path], fmt: str, out: Path | None) -> in
                 raise SystemExit("skitter: error: --format warc needs -o FILE")
             if len(dbs) == 1:   # one directory: its records' WARC locations alone, in the same order
                 pairs = [(str(dirs[0] / "warc" / f), offset, length) for f, offset, length in dbs[0].query(
-                    "SELECT warc_file, warc_offset, warc_length FROM fetches WHERE warc_file IS NOT NULL"
-                    " ORDER BY fetch_order IS NULL, fetch_order, fp")]
+                    "SELECT f.warc_file, f.warc_offset, f.warc_length FROM fetches f WHERE f.warc_file IS NOT NULL"
+                    + _ORDER)]
             else:
                 pairs = [(str(dirs[i] / "warc" / row["warc_file_"]), row["warc_offset_"], row["warc_length_"])
                          for i, row, _ in records if row["warc_file_"] is not None]
