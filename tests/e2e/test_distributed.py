@@ -552,7 +552,8 @@ def test_stats_on_a_key_of_another_type_is_one_line(redis_url):
 def test_a_crawl_of_another_redis_protocol_is_one_line(redis_url, tmp_path):
     """A crawl whose entries in Redis another skitter version made (its config without this
     version's ``protocol``) is not joined: ``worker`` and ``crawl --redis`` say so in one line and
-    exit 2, and leave it as it was. A crawl this version makes carries its protocol."""
+    exit 2, and leave it as it was; a config no skitter wrote is one line too. A crawl this version
+    makes carries its protocol."""
     import redis
 
     from skitter.distributed.frontier import PROTOCOL, CrawlKeys
@@ -568,6 +569,11 @@ def test_a_crawl_of_another_redis_protocol_is_one_line(redis_url, tmp_path):
             assert res.returncode == 2 and len(lines) == 1, res.stderr
             assert "protocol 1" in lines[0] and f"speaks {PROTOCOL}" in lines[0], lines[0]
         assert json.loads(client.get(CrawlKeys("olden").config)) == old
+        client.set(CrawlKeys("garbled").config, "not json")   # no skitter wrote it
+        for args in (("worker", "-o", str(tmp_path / "g")), ("stats",)):
+            res = skitter(*args, "--redis", redis_url, "--crawl-id", "garbled", timeout=60)
+            lines = [line for line in res.stderr.splitlines() if line.strip()]
+            assert res.returncode == 1 and len(lines) == 1 and "holds no skitter crawl's settings" in lines[0], res.stderr
         with DemoServer(DemoConfig(hosts=1, pages=30, seed=2, crawl_delay=0)) as srv:
             res = skitter("crawl", *srv.web.seeds(), "-o", str(tmp_path / "new"), "--redis", redis_url,
                           "--crawl-id", "newer", *COMMON)

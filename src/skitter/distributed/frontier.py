@@ -71,6 +71,7 @@ from typing import Any
 from redis import exceptions as rex
 
 from ..clock import SYSTEM, Clock
+from ..errors import RedisError
 from ..frontier.local import LocalFrontier
 from ..frontier.politeness import Politeness
 from ..models import Candidate, Outcome
@@ -306,8 +307,19 @@ async def create_crawl(client, keys: CrawlKeys, config: dict[str, Any]) -> bool:
 
 
 async def read_crawl_config(client, keys: CrawlKeys) -> dict[str, Any] | None:
+    """The crawl's settings as stored by :func:`create_crawl`; None if there is no such crawl. A
+    value no skitter wrote there is :class:`~skitter.errors.RedisError` (one line)."""
     raw = await client.get(keys.config)
-    return None if raw is None else json.loads(raw)
+    if raw is None:
+        return None
+    try:
+        config = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        config = None
+    if not isinstance(config, dict):
+        raise RedisError(f"{keys.config} in Redis holds no skitter crawl's settings: "
+                         f"delete it, or use another --crawl-id")
+    return config
 
 
 class _Owned(LocalFrontier):
