@@ -98,6 +98,13 @@ def test_analyzer():
     assert analyze.url_words("http://www.Ex.com:8080/blue-whales/2.html?q=1") == "www Ex com 8080 blue whales 2 html q 1"
 
 
+def test_the_analyzer_id_is_the_one_earlier_indexes_recorded():
+    """index.db records which analyzer built it; the id's digest is SHA-1 (without OpenSSL in the
+    index process): the same as hashlib's, so indexes built before are not rebuilt."""
+    stop = hashlib.sha1(" ".join(sorted(analyze.STOP_WORDS)).encode()).hexdigest()[:12]
+    assert indexer_mod._analyzer_id() == f"unicode-words/english-porter2/stop-{stop}/max{analyze.MAX_TOKEN}"
+
+
 # ------------------------------------------------------------------------------ contents
 
 def test_what_is_indexed(crawl, ref):

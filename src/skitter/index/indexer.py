@@ -743,9 +743,12 @@ def _set(conn: sqlite3.Connection, key: str, value) -> None:
 
 
 def _analyzer_id() -> str:
-    import hashlib
+    try:   # CPython's own SHA-1: the same digest as hashlib's without loading OpenSSL, whose
+        from _sha1 import sha1   # library is 3.4 MB of the live index process's memory (issue #18)
+    except ImportError:  # pragma: no cover - another Python
+        from hashlib import sha1
 
-    stop = hashlib.sha1(" ".join(sorted(analyze.STOP_WORDS)).encode()).hexdigest()[:12]
+    stop = sha1(" ".join(sorted(analyze.STOP_WORDS)).encode()).hexdigest()[:12]
     return f"unicode-words/english-porter2/stop-{stop}/max{analyze.MAX_TOKEN}"
 
 
