@@ -22,7 +22,7 @@ against selectolax on a sample document before ``skitter.parse`` uses :func:`wal
 any difference and the Python walk is used.
 """
 
-from libc.stdint cimport uintptr_t, uint64_t, uint32_t, int32_t, int64_t
+from libc.stdint cimport uintptr_t, uint64_t, uint32_t, uint8_t, int32_t, int64_t
 from libc.math cimport floor
 from libc.stdlib cimport malloc, calloc, realloc, free, qsort
 from libc.string cimport memcmp, memcpy
@@ -653,7 +653,7 @@ def walk(root, bint want_main, is_boiler, W):
 # winnowing (skitter.dedup)
 
 ctypedef fused codepoint_t:
-    unsigned char
+    uint8_t
     uint32_t
 
 
@@ -667,11 +667,24 @@ cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
     return x
 
 
-def kgram_hashes(const codepoint_t[::1] c, int k, const uint64_t[::1] pw, const uint64_t[::1] inv,
-                 uint64_t[::1] out):
-    """``skitter.dedup.kgram_hashes`` from the code points ``c``, into ``out`` (``len(c) - k + 1``
-    values): ``mix(sum_j (c[i+j] + 1) * B^j)``, as the prefix sums ``P`` of ``(c[j] + 1) * B^j``:
-    ``(P[i+k] - P[i]) * B^-i`` (mod 2**64). ``pw``, ``inv``: ``B^j``, ``B^-j`` for ``j < len(c)``."""
+def kgram_hashes(c, int k, const uint64_t[::1] pw, const uint64_t[::1] inv, uint64_t[::1] out):
+    """``skitter.dedup.kgram_hashes`` from the code points ``c`` (a buffer of uint8 or uint32: a
+    NumPy array, an ``array``, bytes), into ``out`` (``len(c) - k + 1`` values):
+    ``mix(sum_j (c[i+j] + 1) * B^j)``, as the prefix sums ``P`` of ``(c[j] + 1) * B^j``:
+    ``(P[i+k] - P[i]) * B^-i`` (mod 2**64). ``pw``, ``inv``: ``B^j``, ``B^-j`` for ``j < len(c)``.
+    The width is chosen here, not by Cython's dispatch of a fused ``def``, which imports NumPy to
+    look for arrays (the analysis worker runs without it: ``skitter.winnow``)."""
+    cdef Py_ssize_t width = memoryview(c).itemsize
+    if width == 1:
+        _kgram_hashes[uint8_t](c, k, pw, inv, out)
+    elif width == 4:
+        _kgram_hashes[uint32_t](c, k, pw, inv, out)
+    else:
+        raise ValueError("kgram_hashes: code points must be uint8 or uint32")
+
+
+cdef _kgram_hashes(const codepoint_t[::1] c, int k, const uint64_t[::1] pw, const uint64_t[::1] inv,
+                   uint64_t[::1] out):
     cdef Py_ssize_t n = c.shape[0], m = n - k + 1, i
     cdef Py_ssize_t mask = 1
     cdef uint64_t p = 0
@@ -750,19 +763,56 @@ for _c in range(256):
 
 
 def ascii_codepoints(str text, unsigned char[::1] out):
-    """``skitter.dedup._ascii_codepoints(text.encode())`` of an ASCII ``text`` into ``out`` (at least
-    ``len(text)`` long): its letters and digits, lower-cased, in one pass. Returns how many."""
-    cdef Py_ssize_t n = len(text), i, m = 0
+    """The code points of ``skitter.dedup.normalise(text)`` into ``out`` (at least ``len(text)``
+    long) when all of them are ASCII: the text's ASCII letters and digits, lower-cased, in one
+    pass, every other character dropped (©, nbsp, quotes, dashes); returns how many. -1 when
+    ``text`` has a letter or digit that is not ASCII, or U+0345, the one character that is not
+    one but case-folds to one (``tests/unit/test_speedups.py`` checks that against the running
+    Python's Unicode tables): such a text needs ``str.casefold`` (:func:`alnum_codepoints`)."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i, m = 0
     cdef const unsigned char *d
-    cdef unsigned char c
-    if not text.isascii() or out.shape[0] < n:
-        raise ValueError("ascii_codepoints: not ASCII, or out too short")
-    d = <const unsigned char *> PyUnicode_DATA(text)
-    with nogil:
-        for i in range(n):      # branch-free: about half of a text's characters are dropped
-            c = _ALNUM_LOWER[d[i]]
+    cdef unsigned char v
+    cdef int kind
+    cdef void *data
+    cdef Py_UCS4 c
+    if out.shape[0] < n:
+        raise ValueError("ascii_codepoints: out too short")
+    if text.isascii():
+        d = <const unsigned char *> PyUnicode_DATA(text)
+        with nogil:
+            for i in range(n):      # branch-free: about half of a text's characters are dropped
+                v = _ALNUM_LOWER[d[i]]
+                out[m] = v
+                m += v != 0
+        return m
+    kind = PyUnicode_KIND(text)
+    data = PyUnicode_DATA(text)
+    for i in range(n):
+        c = PyUnicode_READ(kind, data, i)
+        if c < 128:
+            v = _ALNUM_LOWER[c]
+            out[m] = v
+            m += v != 0
+        elif c == 0x345 or Py_UNICODE_ISALNUM(c):
+            return -1
+    return m
+
+
+def alnum_codepoints(str text, uint32_t[::1] out):
+    """The letters and digits (``str.isalnum``) of ``text``, in order, into ``out`` (at least
+    ``len(text)`` long); returns how many. Given ``text.casefold()``, these are the code points of
+    ``skitter.dedup.normalise(text)`` (``skitter.winnow`` for a text that is not ASCII)."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i, m = 0
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void *d = PyUnicode_DATA(text)
+    cdef Py_UCS4 c
+    if out.shape[0] < n:
+        raise ValueError("alnum_codepoints: out too short")
+    for i in range(n):
+        c = PyUnicode_READ(kind, d, i)
+        if (c < 128 and _ALNUM_LOWER[c] != 0) or (c >= 128 and Py_UNICODE_ISALNUM(c)):
             out[m] = c
-            m += c != 0
+            m += 1
     return m
 
 

@@ -13,13 +13,18 @@ import re
 from dataclasses import dataclass
 from typing import TypedDict
 
-import xxhash
+from typing import TYPE_CHECKING
 
-import numpy as np
+import xxhash
 
 from .models import FetchResult, Page, fast_pickle
 from .store.text import pack_text
 from .store.warc import encode_pair
+
+if TYPE_CHECKING:
+    from array import array
+
+    import numpy as np
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
@@ -38,7 +43,8 @@ class Analysis:
     warc: bytes | None            # the request + response records, ready to append
     content_hash: str | None      # xxh3-128 of the decoded body (2xx only)
     page: Page | None             # parsed HTML (2xx HTML only)
-    fingerprints: np.ndarray | None = None  # the smallest winnowing fingerprints of the main text
+    fingerprints: array | np.ndarray | None = None  # the smallest winnowing fingerprints of the main
+    #                               text: an array('Q') from skitter.winnow (no NumPy in the worker)
     text: bytes | None = None     # the page's text as pages.text stores it (store.text.pack_text),
     #                               or None when the crawl process packs it (``pack=False``)
     forms: list | None = None     # with --forms: the page's <form>s (skitter.forms.Form), if any
@@ -87,10 +93,14 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe:
             page = parse_html(result.body, target_uri, result.header("content-type"), **kw)
         else:
             page, main = parse_with_main_text(result.body, target_uri, result.header("content-type"), **kw)
-            if near_dup_probe != 0:
-                from .dedup import winnow, winnow_smallest
+            if near_dup_probe is None:   # every fingerprint (a zero threshold): NumPy's winnowing
+                from .dedup import winnow
 
-                fps = winnow(main) if near_dup_probe is None else winnow_smallest(main, near_dup_probe)
+                fps = winnow(main)
+            elif near_dup_probe != 0:
+                from .winnow import smallest
+
+                fps = smallest(main, near_dup_probe)
             # the checksum costs a microsecond once the main text is there: a crawl stores it, so a
             # later recrawl's first revisit can tell a change from noise (the main_hash option
             # only asks for the main text when nothing else would)

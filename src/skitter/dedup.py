@@ -72,6 +72,7 @@ web).
 from __future__ import annotations
 
 import re
+from array import array
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Protocol
@@ -80,6 +81,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from .compiled import speedups
+from .winnow import BASE, BASE_INV, K, POWERS_KEPT, W   # k-gram length 20, window 12: t = W + K - 1 = 31
 from .urls import URLError, fingerprint, host_key
 
 __all__ = [
@@ -89,8 +91,6 @@ __all__ = [
     "containment", "NearDupIndex", "links_worth_following", "mirror_hosts",
 ]
 
-K = 20             # k-gram length, in normalised characters
-W = 12             # winnowing window, in k-grams; t = W + K - 1 = 31
 SKETCH = 64        # S: fingerprints per document kept in the index (the S smallest)
 RESEMBLANCE = 0.5  # near-duplicate if estimated resemblance >= this ...
 CONTAINMENT = 0.8  # ... or the new page's estimated containment in a stored one >= this
@@ -105,8 +105,8 @@ _U64 = np.uint64
 _speedups = speedups()
 
 _MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
-_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: invertible modulo 2**64
-_BASE_INV = np.uint64(pow(0x9E3779B97F4A7C15, -1, 1 << 64))
+_BASE = np.uint64(BASE)  # odd: invertible modulo 2**64
+_BASE_INV = np.uint64(BASE_INV)
 _C1 = np.uint64(0xFF51AFD7ED558CCD)
 _C2 = np.uint64(0xC4CEB9FE1A85EC53)
 _S33 = np.uint64(33)
@@ -230,7 +230,7 @@ def _kgram_hashes_np(c: np.ndarray, k: int, pw: np.ndarray, inv: np.ndarray) -> 
 _POWERS: list[np.ndarray] = []
 
 
-_POWERS_KEPT = 1 << 18   # 4 MiB of tables at most; a longer text gets its own, not kept
+_POWERS_KEPT = POWERS_KEPT   # 4 MiB of tables at most; a longer text gets its own, not kept
 
 
 def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -386,6 +386,8 @@ def fingerprints(html: bytes | str, fallback_text: str = "", *, encoding: str | 
 def _as_fps(fps: Iterable[int] | np.ndarray) -> np.ndarray:
     if isinstance(fps, np.ndarray) and fps.dtype == _U64:
         return fps
+    if isinstance(fps, array) and fps.typecode == "Q":   # skitter.winnow's, from the worker
+        return np.frombuffer(fps, dtype=_U64)
     a = np.asarray(list(fps) if not isinstance(fps, np.ndarray) else fps)
     if a.dtype == np.int64:
         return a.view(_U64)
@@ -961,7 +963,7 @@ class DuplicateTests:
         self.index = index
         self.follow = follow
 
-    def test(self, url: str, content_hash: str | None, page, fps: np.ndarray | None) -> Verdict | None:
+    def test(self, url: str, content_hash: str | None, page, fps: np.ndarray | array | None) -> Verdict | None:
         """The verdict on one response (``analyse``'s content hash, page and fingerprints), or
         None when there is no body to test (not a 2xx)."""
         if content_hash is None:
@@ -976,6 +978,7 @@ class DuplicateTests:
             return Verdict()
         near, follow = None, True
         own = fingerprint(url)
+        fps = _as_fps(fps)   # the worker's array('Q'): a NumPy view of it, no copy
         match = [m for m in self.index.query(fps) if m[0] != own]   # a recrawled page's older version
         if match:
             near = self.store.page_url(match[0][0])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from array import array
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -216,6 +217,10 @@ def test_walks_agree_on_pages_nobody_here_wrote() -> None:
 # ---------------------------------------------------------------------------------------------
 # winnowing and the near-duplicate index
 
+# ASCII, symbols normalising drops, letters that case-fold to ASCII (Kelvin sign, long s), to
+# several letters (ß, ﬁ) or stay non-ASCII (é, Σ, 日), and U+0345 (no letter; case-folds to one)
+MIXED = ("abcxyz019 ABCXYZ .,-_\n\t\u00a0©®“”‘’–—…€\u212a\u017f\u00df\ufb01éÉΣσς日本\u0301\u0345")
+
 TEXTS = st.one_of(
     st.text(alphabet=st.sampled_from("abcdefghij ABC,.-0123"), max_size=3000),
     st.text(max_size=800),
@@ -251,6 +256,66 @@ def test_compiled_hashing_and_selection_equal_numpys(text: str, k: int, w: int, 
     for a, b in zip(compiled, python):
         assert a.dtype == b.dtype and a.tolist() == b.tolist()
     assert compiled[2].tolist() == full[:count].tolist()
+
+
+@needs_speedups
+@given(TEXTS | st.text(alphabet=MIXED, max_size=400), st.integers(1, 30), st.integers(1, 16),
+       st.integers(1, 300))
+@settings(max_examples=300, deadline=None)
+def test_the_workers_fingerprints_without_numpy_equal_the_references(text: str, k: int, w: int,
+                                                                     count: int) -> None:
+    """skitter.winnow (the analysis worker's, over array buffers) gives winnow_smallest's values."""
+    from skitter import winnow
+
+    got = winnow.smallest(text, count, k, w)
+    assert got.typecode == "Q"
+    with python_dedup():
+        assert got.tolist() == dedup.winnow_smallest(text, count, k, w).tolist()
+
+
+@needs_speedups
+@given(st.text(alphabet=MIXED, max_size=300) | st.text(max_size=200))
+@settings(max_examples=300, deadline=None)
+def test_the_compiled_code_points_are_those_of_normalise(text: str) -> None:
+    """ascii_codepoints: normalise()'s code points when they are all ASCII, else -1 and the case-
+    folded text's letters and digits from alnum_codepoints."""
+    sp = dedup._speedups
+    want = [ord(c) for c in dedup.normalise(text)]
+    out8 = bytearray(len(text))
+    m = sp.ascii_codepoints(text, out8)
+    if m >= 0:
+        assert list(out8[:m]) == want
+    else:
+        assert any(ord(c) >= 128 and c.isalnum() for c in text) or "\u0345" in text
+        folded = text.casefold()
+        out32 = array("I", [0]) * len(folded)
+        assert out32[:sp.alnum_codepoints(folded, out32)].tolist() == want
+
+
+def test_u0345_is_the_one_character_that_is_no_letter_but_case_folds_to_one() -> None:
+    """ascii_codepoints' one exception, checked against this Python's Unicode tables."""
+    odd = [c for c in range(128, sys.maxunicode + 1)
+           if not chr(c).isalnum() and any(ch.isalnum() for ch in chr(c).casefold())]
+    assert odd == [0x345]
+
+
+def test_the_analysis_worker_runs_without_numpy() -> None:
+    """NumPy is 10 MB of a process's memory: the worker's analysis of an HTML page (near-duplicate
+    fingerprints included) must not import it (issue #18)."""
+    code = """if True:
+        import sys
+        from skitter.analyse import analyse
+        from skitter.models import FetchResult
+        body = ("<title>T</title><p>" + "Caf\u00e9 words, \u65e5\u672c and more text. " * 300
+                + "<a href=/x>x</a>").encode()
+        r = FetchResult(url="http://a.test/", status=200, body=body, raw_body=body,
+                        headers=[("content-type", "text/html; charset=utf-8")])
+        a = analyse(r, "http://a.test/", "skitter", near_dup_probe=129, main_hash=True)
+        assert a.page is not None and len(a.fingerprints) > 0, a
+        print("numpy" in sys.modules)
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ("True" if dedup._speedups is None else "False"), out.stderr
 
 
 @needs_speedups
