@@ -63,9 +63,10 @@ from collections import Counter
 from functools import lru_cache
 
 import ada_url
-import xxhash
 from ada_url._ada_wrapper import ffi as _ffi
 from ada_url._ada_wrapper import lib as _lib
+
+from .urlhash import fingerprint   # (a module of its own: see there)
 
 __all__ = [
     "URLError",
@@ -346,13 +347,6 @@ def canonicalize(url: str, *, max_length: int = 2048, sort_query: bool = False) 
     if len(result) > max_length:
         raise URLError(f"URL longer than {max_length} characters: {_short(result)}")
     return result
-
-
-def fingerprint(canonical_url: str) -> int:
-    """64-bit xxh3 hash of the UTF-8 bytes of ``canonical_url``, as a signed 64-bit integer
-    (so that it fits an SQLite INTEGER column)."""
-    h = xxhash.xxh3_64_intdigest(canonical_url.encode())
-    return h - 0x10000000000000000 if h >= 0x8000000000000000 else h
 
 
 def host_key(url: str) -> str:

@@ -74,7 +74,7 @@ from collections.abc import Callable, Iterator
 from ..errors import CrawlDirError, UsageError
 from ..store.db import DB_NAME, connect
 from ..store.text import deflate, inflate, page_text
-from ..urls import fingerprint
+from ..urlhash import fingerprint   # not skitter.urls: the index process needs no URL parser
 from . import analyze
 
 INDEX_NAME = "index.db"
