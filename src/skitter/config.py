@@ -114,7 +114,7 @@ class CrawlConfig:
     near_dup_window: int = setting(50000, "pages the near-duplicate test compares a new page with: the last N "
         "indexed (about 800 bytes each in memory; 0: every page, memory growing with the crawl)", at_least=0)
     index_interval: float = setting(1.0, "seconds the live search index pauses when it has caught up with the "
-        "crawl (it indexes in steps of 250 pages; 0: only when the crawl stops; -1: no index, build it "
+        "crawl (it indexes in steps of 125 pages; 0: only when the crawl stops; -1: no index, build it "
         "later with skitter index)")
     stall_after: float = setting(30.0, "seconds without a request starting or finishing, while URLs are queued, "
         "before the crawl writes what it is waiting for (DIR/crawl.log, skitter stats)", at_least=0.1)

@@ -8,8 +8,11 @@ from .indexer import Indexer
 
 __all__ = ["live_step", "live_close", "STEP", "LIVE_CACHE_KB"]
 
-STEP = 250              # pages a step indexes at most (one transaction)
-LIVE_CACHE_KB = 4000    # SQLite page cache of the step's index.db connection (the default is 64 MB)
+# Smaller steps keep less of a step's pages and postings in the process: 125 pages and a 2 MB page
+# cache take its peak RSS from 52 to 42 MB for 2-5 % more of its CPU (250 pages and 4 MB before;
+# docs/benchmarks.md, "The live index")
+STEP = 125              # pages a step indexes at most (one transaction)
+LIVE_CACHE_KB = 2000    # SQLite page cache of the step's index.db connection (the default is 64 MB)
 
 _OPEN: dict[str, Indexer] = {}   # in the process that runs the steps: directory -> open indexer
 
