@@ -26,3 +26,30 @@ def test_a_worker_process_imports_no_event_loop() -> None:
                    ["asyncio", "ssl", "aiohttp", "pycurl", "sqlite3", "rich", "resiliparse",
                     "selectolax"])
     assert got == {"selectolax"}   # main text comes from the parser's own tree, not a second parse
+
+
+def test_the_analysis_of_a_page_imports_no_numpy() -> None:
+    """NumPy is 10 MB of a process: the worker's near-duplicate fingerprints come from
+    skitter.winnow (the compiled loops over array buffers), for pages in any script (issue #18)."""
+    from skitter.compiled import speedups
+
+    code = """if True:
+        from skitter.analyse import analyse
+        from skitter.models import FetchResult
+        body = ("<title>T</title><p>" + "Caf\u00e9 words, \u65e5\u672c and more text. " * 300
+                + "<a href=/x>x</a>").encode()
+        r = FetchResult(url="http://a.test/", status=200, body=body, raw_body=body,
+                        headers=[("content-type", "text/html; charset=utf-8")])
+        a = analyse(r, "http://a.test/", "skitter", near_dup_probe=129, main_hash=True)
+        assert a.page is not None and len(a.fingerprints) > 0, a
+    """
+    got = imported(code, ["numpy", "skitter.dedup", "asyncio", "sqlite3"])
+    # without the compiled module the worker computes them with the NumPy reference
+    assert got == (set() if speedups() is not None else {"numpy", "skitter.dedup"})
+
+
+def test_the_live_index_process_needs_no_url_parser_no_openssl_and_no_numpy() -> None:
+    # skitter.index.step is all the index process imports; the analyzer id is computed on open
+    got = imported("import skitter.index.step\nfrom skitter.index.indexer import _analyzer_id\n_analyzer_id()",
+                   ["ada_url", "skitter.urls", "_hashlib", "_ssl", "numpy", "asyncio", "selectolax"])
+    assert got == set()

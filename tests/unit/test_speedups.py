@@ -299,25 +299,6 @@ def test_u0345_is_the_one_character_that_is_no_letter_but_case_folds_to_one() ->
     assert odd == [0x345]
 
 
-def test_the_analysis_worker_runs_without_numpy() -> None:
-    """NumPy is 10 MB of a process's memory: the worker's analysis of an HTML page (near-duplicate
-    fingerprints included) must not import it (issue #18)."""
-    code = """if True:
-        import sys
-        from skitter.analyse import analyse
-        from skitter.models import FetchResult
-        body = ("<title>T</title><p>" + "Caf\u00e9 words, \u65e5\u672c and more text. " * 300
-                + "<a href=/x>x</a>").encode()
-        r = FetchResult(url="http://a.test/", status=200, body=body, raw_body=body,
-                        headers=[("content-type", "text/html; charset=utf-8")])
-        a = analyse(r, "http://a.test/", "skitter", near_dup_probe=129, main_hash=True)
-        assert a.page is not None and len(a.fingerprints) > 0, a
-        print("numpy" in sys.modules)
-    """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ("True" if dedup._speedups is None else "False"), out.stderr
-
-
 @needs_speedups
 def test_compiled_selection_on_a_long_page() -> None:
     text = " ".join(f"word{i % 997} other{i % 89}" for i in range(20000))
