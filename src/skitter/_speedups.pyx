@@ -5,9 +5,9 @@ their Python versions, which stay the reference the tests compare these with):
 
 - :func:`walk`: ``skitter.parse._walk`` over lexbor's tree, reading lexbor's node, element and
   attribute structures directly instead of creating a Python object per node;
-- :func:`ascii_codepoints`, :func:`kgram_hashes`, :func:`select_below`: ``skitter.dedup``'s
-  normalisation, k-gram hashing and winnowing selection, each in one pass instead of several
-  NumPy passes;
+- :func:`ascii_codepoints`, :func:`alnum_codepoints`, :func:`fill_powers`, :func:`kgram_hashes`,
+  :func:`select_below`: ``skitter.dedup``'s normalisation, k-gram hashing and winnowing selection,
+  each in one pass instead of several NumPy passes (and without NumPy: ``skitter.winnow``);
 - :func:`count_postings`, :func:`gen_candidates`, :func:`run_lookup`, :func:`merge_runs`: the
   near-duplicate index's lookups and merges (``skitter.dedup.NearDupIndex``, ``_Run``);
 - :func:`words`, :func:`column`: the search index's analyzer (``skitter.index.analyze.words`` and
@@ -796,6 +796,17 @@ def ascii_codepoints(str text, unsigned char[::1] out):
         elif c == 0x345 or Py_UNICODE_ISALNUM(c):
             return -1
     return m
+
+
+def fill_powers(uint64_t base, uint64_t[::1] out):
+    """``out[j] = base ** j`` (mod 2**64): the k-gram hash's power tables (``skitter.winnow``;
+    ``skitter.dedup._power_tables`` is the NumPy reference)."""
+    cdef Py_ssize_t j, n = out.shape[0]
+    cdef uint64_t x = 1
+    with nogil:
+        for j in range(n):
+            out[j] = x
+            x *= base
 
 
 def alnum_codepoints(str text, uint32_t[::1] out):

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TypedDict
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import xxhash
 

@@ -6,7 +6,7 @@ built). The analysis worker needs only its answer, and NumPy was 10 MB of that p
 values here with the same compiled loops (``skitter._speedups``) over ``array`` buffers, and gives
 them to the crawl process as an ``array('Q')``, which :class:`~skitter.dedup.NearDupIndex` reads
 without a copy. Without the compiled module (``SKITTER_PURE_PYTHON=1``, or not built) it calls the
-reference, NumPy and all. ``tests/unit/test_dedup.py`` checks that both give the same values.
+reference, NumPy and all. ``tests/unit/test_speedups.py`` checks that both give the same values.
 """
 
 from __future__ import annotations
@@ -30,25 +30,18 @@ _ZERO32 = array("I", [0])
 _powers: list[array] = []            # [B^j, B^-j] for j < their length
 
 _speedups = speedups()
-if _speedups is not None and not hasattr(_speedups, "alnum_codepoints"):   # built before it
+if _speedups is not None and not hasattr(_speedups, "fill_powers"):   # built before these functions
     _speedups = None
 
 
-def _power_table(base: int, size: int) -> array:
-    out = array("Q", [1])
-    x = 1
-    for _ in range(size - 1):
-        x = x * base & _MASK
-        out.append(x)
-    return out
-
-
-def _tables(n: int) -> tuple[array, array]:
+def _tables(n: int, sp: ModuleType) -> tuple[array, array]:
     """B^j and B^-j (mod 2**64) for j < n, grown by doubling and kept up to ``POWERS_KEPT``
     (``skitter.dedup._powers``)."""
     if not _powers or len(_powers[0]) < n:
         size = max(n, min(POWERS_KEPT, 2 * len(_powers[0]) if _powers else 1 << 16))
-        tables = [_power_table(BASE, size), _power_table(BASE_INV, size)]
+        tables = [_ZERO * size, _ZERO * size]
+        sp.fill_powers(BASE, tables[0])
+        sp.fill_powers(BASE_INV, tables[1])
         if size > POWERS_KEPT:
             return tables[0], tables[1]
         _powers[:] = tables
@@ -80,7 +73,7 @@ def smallest(text: str, count: int, k: int = K, w: int = W):
     n = len(c) - k + 1            # k-gram hashes
     if n < 1:
         return array("Q")
-    pw, inv = _tables(len(c))
+    pw, inv = _tables(len(c), sp)
     h = _ZERO * n
     sp.kgram_hashes(c, k, pw, inv, h)
     if n < w:                     # fewer hashes than a window: the text is one window

@@ -274,6 +274,21 @@ def test_the_workers_fingerprints_without_numpy_equal_the_references(text: str, 
 
 
 @needs_speedups
+def test_the_workers_power_tables_and_a_page_longer_than_the_kept_ones() -> None:
+    from skitter import winnow
+
+    tables = dedup._power_tables(1000)
+    for base, table in zip((winnow.BASE, winnow.BASE_INV), tables):
+        out = array("Q", [0]) * 1000
+        dedup._speedups.fill_powers(base, out)
+        assert out.tolist() == table.tolist()
+    text = " ".join(f"word{i} other{i % 97}" for i in range(30000))   # past POWERS_KEPT code points
+    assert len(dedup.normalise(text)) > winnow.POWERS_KEPT
+    with python_dedup():
+        assert winnow.smallest(text, 129).tolist() == dedup.winnow_smallest(text, 129).tolist()
+
+
+@needs_speedups
 @given(st.text(alphabet=MIXED, max_size=300) | st.text(max_size=200))
 @settings(max_examples=300, deadline=None)
 def test_the_compiled_code_points_are_those_of_normalise(text: str) -> None:
