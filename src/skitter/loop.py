@@ -53,7 +53,6 @@ from .index.live import LiveIndexer
 from .linkfilter import LinkFilter
 from .models import Candidate, FetchResult, Outcome, Page
 from .procpool import ProcessDied, ProcessPool
-from .recrawl.revisit import Recrawl, Visit
 from .robots.cache import RobotsCache
 from .store.crawlstore import CrawlStore, iso
 from .strategies import ParentContext, Scorer
@@ -64,6 +63,7 @@ from .watchdog import Watchdog
 
 if TYPE_CHECKING:   # only with --forms: it loads the HTML parser into the crawl process
     from .formcrawl import FormCrawl
+    from .recrawl.revisit import Recrawl, Visit   # only with a recrawl (cli.py's recrawl passes one)
 
 log = logging.getLogger(__name__)
 

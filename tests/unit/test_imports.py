@@ -53,3 +53,36 @@ def test_the_live_index_process_needs_no_url_parser_no_openssl_and_no_numpy() ->
     got = imported("import skitter.index.step\nfrom skitter.index.indexer import _analyzer_id\n_analyzer_id()",
                    ["ada_url", "skitter.urls", "_hashlib", "_ssl", "numpy", "asyncio", "selectolax"])
     assert got == set()
+
+
+def test_the_crawl_command_loads_no_search_index_or_focused_strategy() -> None:
+    """``skitter crawl`` with the defaults (bfs, the live index in its own process): the search
+    engine, the indexer and its stemmer, the focused strategies' text model and the recrawl are
+    imported only by the commands and processes that use them (4.7 MB of the crawl process)."""
+    code = ("from skitter.cli import cli\nimport click\n"
+            "cli.get_command(click.Context(cli), 'crawl')\n"
+            "import skitter.loop, skitter.api, skitter.index.live\n"
+            "from skitter.strategies import make_scorer\nmake_scorer('bfs')\n")
+    lazy = ["skitter.search", "skitter.cli_search", "skitter.cli_serve", "skitter.cli_distributed",
+            "skitter.index.indexer", "Stemmer", "skitter.strategies.topic", "skitter.recrawl.revisit"]
+    assert imported(code, lazy) == set()
+    # and each is there when asked for
+    assert imported(code + "from skitter.index import Indexer\nmake_scorer('cosine')\n"
+                    "cli.get_command(click.Context(cli), 'search')\n", lazy) >= {
+        "skitter.index.indexer", "Stemmer", "skitter.strategies.topic", "skitter.cli_search", "skitter.search"}
+
+
+def test_every_command_resolves_under_its_own_name() -> None:
+    """The commands other than crawl's are imported when used (skitter.cli._LazyGroup): each one
+    listed in ``skitter --help`` loads, with the name it is listed under."""
+    import click
+
+    from skitter.cli import cli
+
+    ctx = click.Context(cli)
+    names = cli.list_commands(ctx)
+    assert {"crawl", "recrawl", "worker", "merge", "search", "index", "serve", "export", "stats"} <= set(names)
+    for name in names:
+        cmd = cli.get_command(ctx, name)
+        assert cmd is not None and cmd.name == name, name
+    assert cli.get_command(ctx, "no-such-command") is None

@@ -26,7 +26,6 @@ from pathlib import Path
 
 from ..errors import SkitterError
 from ..procpool import ProcessDied, ProcessPool
-from .indexer import Indexer
 from .step import LIVE_CACHE_KB, STEP, live_close, live_step
 
 __all__ = ["LiveIndexer", "live_step", "live_close", "finish_index", "STEP", "LIVE_CACHE_KB"]
@@ -42,6 +41,8 @@ def finish_index(crawl_dir: str | Path) -> dict:
     0.6 s for the 16,000 refreshes of the benchmark crawl), PageRank and near-duplicate marks.
     The index it leaves is the one ``skitter index DIR`` would build (docs/search.md, "A
     just-finished crawl's index")."""
+    from .indexer import Indexer   # noqa: PLC0415 - the crawl process needs it only now, its children gone
+
     # in the crawl process, whose memory the summary is measured with: the live step's small cache
     return Indexer(crawl_dir, cache_kb=LIVE_CACHE_KB).update(exact_anchors=True, pipelined=True).as_dict()
 

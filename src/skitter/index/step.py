@@ -4,7 +4,10 @@ so that the process that runs the steps imports the indexer and nothing of the c
 
 from __future__ import annotations
 
-from .indexer import Indexer
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # imported by the first step: the crawl process, which names live_step, never does
+    from .indexer import Indexer
 
 __all__ = ["live_step", "live_close", "STEP", "LIVE_CACHE_KB"]
 
@@ -23,6 +26,8 @@ def live_step(crawl_dir: str, step: int = STEP, cache_kb: int = LIVE_CACHE_KB) -
     ``cache_kb``: the index connection's page cache (the first step's value is kept)."""
     ix = _OPEN.get(crawl_dir)
     if ix is None:
+        from .indexer import Indexer   # noqa: PLC0415
+
         ix = Indexer(crawl_dir, chunk=step, cache_kb=cache_kb)
         ix.connect()
         _OPEN[crawl_dir] = ix

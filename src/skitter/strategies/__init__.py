@@ -10,27 +10,41 @@
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .base import ParentContext, Scorer
-from .bfs import BreadthFirst
-from .cosine import CosineScorer
-from .dfs import DepthFirst
-from .importance import BacklinkScorer, OPICScorer
-from .pdd import PDDScorer
-from .shark import SharkScorer
-from .weight import WeightScorer
 
-STRATEGIES: dict[str, type] = {
-    "bfs": BreadthFirst,
-    "dfs": DepthFirst,
-    "pdd": PDDScorer,
-    "weight": WeightScorer,
-    "cosine": CosineScorer,
-    "shark": SharkScorer,
-    "backlinks": BacklinkScorer,
-    "pagerank": OPICScorer,
-}
+
+class _Registry(Mapping[str, type]):
+    """Strategy name -> scorer class, each module imported when its class is first asked for: a
+    crawl by depth does not load the focused strategies' text model and stemmer (issue #18)."""
+
+    def __init__(self, where: dict[str, str]) -> None:
+        self._where = where   # name -> "module:class"
+
+    def __getitem__(self, name: str) -> type:
+        module, cls = self._where[name].split(":")
+        return getattr(importlib.import_module(module, __name__), cls)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+
+STRATEGIES: Mapping[str, type] = _Registry({
+    "bfs": ".bfs:BreadthFirst",
+    "dfs": ".dfs:DepthFirst",
+    "pdd": ".pdd:PDDScorer",
+    "weight": ".weight:WeightScorer",
+    "cosine": ".cosine:CosineScorer",
+    "shark": ".shark:SharkScorer",
+    "backlinks": ".importance:BacklinkScorer",
+    "pagerank": ".importance:OPICScorer",
+})
 
 FOCUSED = ("pdd", "weight", "cosine", "shark")
 IMPORTANCE = ("backlinks", "pagerank")
