@@ -43,7 +43,8 @@ def test_the_analysis_of_a_page_imports_no_numpy() -> None:
         a = analyse(r, "http://a.test/", "skitter", near_dup_probe=129, main_hash=True)
         assert a.page is not None and len(a.fingerprints) > 0, a
     """
-    got = imported(code, ["numpy", "skitter.dedup", "asyncio", "sqlite3"])
+    # nor fastwarc: the worker encodes its WARC records itself (skitter.store.warc.encode_pair)
+    got = imported(code, ["numpy", "skitter.dedup", "asyncio", "sqlite3", "fastwarc"])
     # without the compiled module the worker computes them with the NumPy reference
     assert got == (set() if speedups() is not None else {"numpy", "skitter.dedup"})
 

@@ -78,11 +78,14 @@ from datetime import datetime, UTC
 from http import HTTPStatus
 from pathlib import Path
 from collections.abc import Iterable, Mapping
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import urlsplit
 
-from fastwarc.stream_io import GzipWriter
-from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
+# fastwarc (and the C++ runtime it loads: 3 MB) is imported by the functions that write or read
+# WARC files, not here: the analysis worker encodes its records with encode_pair alone
+if TYPE_CHECKING:
+    from fastwarc.stream_io import GzipWriter
+    from fastwarc.warc import WarcRecord
 
 from ..errors import CrawlDirError
 from ..models import FetchResult
@@ -198,6 +201,8 @@ def _request_block(result: FetchResult) -> bytes:
 
 
 def _warcinfo_record(filename: str, software: str, description: str | None = None) -> WarcRecord:
+    from fastwarc.warc import WarcRecord, WarcRecordType   # noqa: PLC0415 - see the imports
+
     rec = WarcRecord()
     rec.init_headers(WarcRecordType.warcinfo)
     rec.headers["WARC-Date"] = _warc_date(time.time())
@@ -373,6 +378,8 @@ class WarcWriter:
                 continue
             break
         try:
+            from fastwarc.stream_io import GzipWriter   # noqa: PLC0415 - see the imports
+
             gz = GzipWriter(f, compression_level=COMPRESSION_LEVEL, buffer_size=_GZIP_BUFFER)
             _warcinfo_record(name, self.software).write(gz, checksum_data=True)
             gz.finish()
@@ -546,6 +553,8 @@ def read_record(path: Path, offset: int) -> tuple[list[tuple[str, str]], bytes]:
     """Read the response record at ``offset`` (or the pair starting there, as returned by
     :meth:`WarcWriter.write`). Returns (HTTP headers as (name, value) pairs, payload as stored,
     i.e. ``raw_body`` with any content encoding)."""
+    from fastwarc.warc import ArchiveIterator, WarcRecordType   # noqa: PLC0415 - see the imports
+
     with open(path, "rb") as f:
         f.seek(offset)
         seen = 0
@@ -621,6 +630,8 @@ def _validate_warcio(path: Path) -> int:
 
 
 def _validate_fastwarc(path: Path) -> int:
+    from fastwarc.warc import ArchiveIterator   # noqa: PLC0415 - see the imports
+
     count = 0
     with open(path, "rb") as f:
         try:
@@ -680,6 +691,8 @@ def export_warc(
     placed: list[WarcLocation] = []
     try:
         with open(tmp, "wb") as w:
+            from fastwarc.stream_io import GzipWriter   # noqa: PLC0415 - see the imports
+
             gz = GzipWriter(w, compression_level=COMPRESSION_LEVEL, buffer_size=_GZIP_BUFFER)
             _warcinfo_record(out.name, software, "export of a skitter crawl").write(
                 gz, checksum_data=True
