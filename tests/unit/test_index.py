@@ -690,3 +690,45 @@ def test_the_live_indexer_keeps_up_and_the_last_update_gives_the_rebuilds_index(
         return {fp: cols[:a] + (sorted(cols[a].split()),) + cols[a + 1:] for fp, cols in r.items()}
 
     assert anchors_sorted(rows) == anchors_sorted(want)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.datetimes(min_value=__import__("datetime").datetime(1, 1, 1),
+                    max_value=__import__("datetime").datetime(9999, 12, 31)),
+       st.sampled_from(["fixdate", "rfc850", "asctime", "offset"]))
+def test_http_dates_read_like_email_utils(when, form) -> None:
+    """The index's date column reads IMF-fixdate itself (the index process then needs no
+    email.utils) and every HTTP date form exactly as email.utils does."""
+    import email.utils
+    from datetime import UTC
+
+    when = when.replace(microsecond=0, tzinfo=UTC)
+    text = {"fixdate": email.utils.format_datetime(when, usegmt=True),
+            "rfc850": when.strftime("%A, %d-%b-%y %H:%M:%S GMT"),
+            "asctime": when.strftime("%a %b %d %H:%M:%S %Y").replace(" 0", "  ", 1),
+            "offset": when.strftime("%a, %d %b %Y %H:%M:%S +0000")}[form]
+    try:
+        want = email.utils.parsedate_to_datetime(text)
+    except (ValueError, TypeError, IndexError):
+        want = None
+    try:
+        got = indexer_mod._http_date(text)
+    except (ValueError, TypeError, IndexError):
+        got = None
+    assert got == want
+    if form == "fixdate" and when.year >= 1000:
+        assert got == when
+
+
+@given(st.text(max_size=40) | st.from_regex(r"[A-Z][a-z]{2}, [0-9 ]{2} [A-Z][a-z]{2} [0-9]{4} [0-9:]{8} GMT",
+                                            fullmatch=True))
+def test_http_date_of_any_text_is_email_utils_or_an_error(text) -> None:
+    import email.utils
+
+    def read(fn):
+        try:
+            return fn(text)
+        except (ValueError, TypeError, IndexError):
+            return "error"
+
+    assert read(indexer_mod._http_date) == read(email.utils.parsedate_to_datetime)
