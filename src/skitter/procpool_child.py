@@ -34,6 +34,9 @@ def grow_pipe(fd: int) -> None:
 def main() -> None:
     """A worker: answer calls from stdin on stdout until stdin ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the crawl process's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # so is a SIGTERM to the process group (timeout,
+    # kill -- -PGID, systemd): the crawl stops gracefully and ends its workers by closing stdin
+    # (then SIGKILL); dying here made the pool log a death and start a replacement mid-shutdown
     inp = os.fdopen(0, "rb", buffering=1 << 16)
     out = os.fdopen(os.dup(1), "wb", buffering=1 << 16)
     os.dup2(2, 1)                                  # a stray print() goes to stderr, not into the answers

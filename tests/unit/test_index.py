@@ -349,6 +349,16 @@ def test_fixed_queries_match_the_reference(searcher, ref, query):
     assert searcher.match_fps(query) == ref.match(query), query
 
 
+def test_a_query_too_deep_for_sqlite_is_a_query_error(searcher):
+    """Groups alternating AND and OR compile to nested compound SELECTs: a dozen levels overflow
+    SQLite's parser stack, which the CLI used to report as a corrupt crawl database."""
+    q = "page"
+    for i in range(12):
+        q = f"(w{i} {'OR' if i % 2 else 'AND'} {q})"
+    with pytest.raises(QuerySyntaxError, match="too complex"):
+        searcher.search(q)
+
+
 def test_filters_match_the_reference(searcher, ref, crawl):
     d, web, _ = crawl
     hosts = sorted({doc.host for doc in ref.docs.values()})

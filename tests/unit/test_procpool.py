@@ -66,6 +66,20 @@ def test_a_dead_worker_fails_its_calls_and_is_replaced() -> None:
     assert pid != first and deaths == 2
 
 
+def test_a_sigterm_to_the_process_group_is_the_crawl_processs_to_handle() -> None:
+    """``timeout``, ``kill -- -PGID`` and systemd signal the whole group: a worker ignores SIGTERM
+    as it does SIGINT, and the crawl process ends it when it stops (it used to die at once, and the
+    pool logged a death and started a replacement in the middle of the shutdown)."""
+    async def go():
+        async with ProcessPool(1) as pool:
+            first = await pool.submit(os.getpid)   # started: its signal dispositions are set
+            os.kill(first, signal.SIGTERM)
+            await asyncio.sleep(0.3)
+            return first, await pool.submit(os.getpid), pool.deaths
+    first, pid, deaths = run(go())
+    assert pid == first and deaths == 0
+
+
 class _Unstartable(ProcessPool):
     def _command(self) -> list[str]:
         return [sys.executable, "-c", "import sys; sys.exit(3)"]

@@ -166,6 +166,14 @@ def test_overlong_query():
         parse("a " * 2000)
 
 
+def test_deep_nesting_is_a_query_error_not_a_recursion_error():
+    """~170 nested groups used to exhaust Python's recursion limit (an internal error)."""
+    parse("(" * 32 + "a" + ")" * 32)
+    for query in ("(" * 180 + "a" + ")" * 180, "NOT " * 40 + "a", "(" * 20 + "NOT (" * 13 + "a" + ")" * 33):
+        with pytest.raises(QuerySyntaxError, match="nested more than"):
+            parse(query)
+
+
 # ------------------------------------------------------------------------------ round trip
 
 WORDS = st.sampled_from(["telescope", "nebula", "keel", "hull", "running", "orbit", "x", "42",

@@ -34,7 +34,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import QuerySyntaxError, UsageError
 from ..index import analyze
 from ..index.indexer import MAIN, _get, norm_pagerank, open_index
 from ..store.db import DB_NAME, connect
@@ -42,6 +42,10 @@ from ..store.text import page_text
 from . import compile as qc
 from .query import Term, parse, walk
 from .snippets import highlight, snippet
+
+_TOO_COMPLEX = ("parser stack overflow",)
+_TOO_COMPLEX_PREFIXES = ("Expression tree is too large", "too many terms in compound SELECT",
+                         "too many FROM clause terms")
 
 __all__ = ["Searcher", "Hit", "Results", "WEIGHTS", "DEFAULT_PAGERANK_WEIGHT", "search"]
 
@@ -137,7 +141,20 @@ class Searcher:
     def match_fps(self, query: str) -> set[int]:
         """Every page the query matches (for bare words: any of them), unranked."""
         p = qc.plan(parse(query))
-        return {r[0] for r in self._rows(p, scored=False)}
+        return {r[0] for r in self._run(query, p, scored=False)}
+
+    def _run(self, query: str, p: qc.Plan, *, scored: bool = True) -> list[tuple]:
+        """``_rows``, with SQLite's limits on the statement a query compiles to (nesting depth,
+        compound SELECT terms, expression depth) reported as a bad query, not as a corrupt
+        database (sqlite3.OperationalError is a DatabaseError, which the CLI calls corruption)."""
+        try:
+            return self._rows(p, scored=scored)
+        except sqlite3.OperationalError as exc:
+            msg = str(exc)
+            if msg in _TOO_COMPLEX or msg.startswith(_TOO_COMPLEX_PREFIXES):
+                raise QuerySyntaxError(f"the query is too complex for the index ({msg}): use fewer nested"
+                                       " groups, NOTs or XORs", query, 0) from None
+            raise
 
     def _rows(self, p: qc.Plan, *, scored: bool = True) -> list[tuple]:
         """(fp, score, family, pagerank) of every matching page."""
@@ -192,7 +209,7 @@ class Searcher:
             raise UsageError(f"the limit must be at least 1, not {limit}")
         tree = parse(query)
         p = qc.plan(tree)
-        rows = self._rows(p)
+        rows = self._run(query, p)
         first: set[int] = set()
         if p.bare and rows:
             all_words = qc.rowids(p.first_tier)   # bare words: an AND of terms

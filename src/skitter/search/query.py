@@ -52,6 +52,7 @@ FIELDS = {"title": "title", "meta": "meta", "headings": "headings", "heading": "
           "url": "url", "anchor": "anchors", "anchors": "anchors", "body": "body"}
 FILTERS = ("site", "after", "before")
 MAX_QUERY = 2000
+MAX_NESTING = 32   # groups and NOTs inside each other (the parser recurses: ~170 groups hit Python's limit)
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,12 @@ class _Parser:
         self.q = q
         self.toks = _lex(q)
         self.i = 0
+        self.depth = 0
+
+    def enter(self, t: _Tok) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.error(f"groups and NOTs nested more than {MAX_NESTING} deep", t.pos)
 
     def peek(self) -> _Tok:
         return self.toks[self.i]
@@ -295,7 +302,10 @@ class _Parser:
             if nxt.kind not in _STARTS:
                 raise self.error(f"{'NOT' if t.value == 'NOT' else '-'} needs something on its right",
                                  nxt.pos if nxt.kind != "EOF" else t.pos)
-            return Not(self.parse_unary(), t.pos)
+            self.enter(t)
+            node = Not(self.parse_unary(), t.pos)
+            self.depth -= 1
+            return node
         return self.parse_primary()
 
     def parse_primary(self) -> Node:
@@ -311,7 +321,9 @@ class _Parser:
         if t.kind == "(":
             if self.peek().kind == ")":
                 raise self.error("empty parentheses", t.pos)
+            self.enter(t)
             node = self.parse_or()
+            self.depth -= 1
             if self.peek().kind != ")":
                 raise self.error("'(' without a matching ')'", t.pos)
             self.take()
