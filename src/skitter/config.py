@@ -97,8 +97,8 @@ class CrawlConfig:
     # the incremental crawler (issue #20, docs/recrawl.md); `skitter recrawl DIR` takes the same four
     recrawl: bool = setting(False, "go straight on from the discovery crawl into revisiting the collection, until "
         "Ctrl-C (or --for with skitter recrawl); reads robots.txt's sitemaps and /sitemap.xml too")
-    rate: float = setting(1.0, "recrawl: revisits a second over the whole collection (the budget; each host's "
-        "politeness applies on top)")
+    rate: float = setting(1.0, "recrawl: revisits a second over the whole collection (the budget: above 0, at "
+        "most 1000000; each host's politeness applies on top)")
     collection: int = setting(0, "recrawl: keep at most this many pages (0: every page found); a more important "
         "URL found outside replaces the least important page inside", at_least=0)
     policy: str = setting("optimal", "recrawl: how revisits are spread: optimal (most fresh pages for the budget, "
@@ -131,8 +131,8 @@ class CrawlConfig:
             if s.at_least is not None and getattr(self, s.name) < s.at_least:
                 raise UsageError(f"--{s.name.replace('_', '-')} must be at least {s.at_least}, "
                                  f"got {getattr(self, s.name)}")
-        if not self.rate > 0:
-            raise UsageError(f"--rate must be above 0, got {self.rate}")
+        if not 0 < self.rate <= 1e6:   # (inf, or 1e300, broke the planning pass: an internal error)
+            raise UsageError(f"--rate must be above 0 and at most 1000000 revisits a second, got {self.rate}")
         if 0 < self.near_dup_window < 100:
             raise UsageError(f"--near-dup-window must be 0 (every page) or at least 100, got {self.near_dup_window}")
         return self

@@ -162,6 +162,8 @@ def test_skitter_recrawl_resumes_after_kill_9(tmp_path: Path) -> None:
     (["--for", "5x"], "--for wants seconds"),
     (["--for", "-3m"], "--for must be a positive duration"),
     (["--rate", "0"], "--rate must be above 0"),
+    (["--rate", "inf"], "--rate must be above 0 and at most 1000000"),     # an internal error (rc 1) before
+    (["--rate", "1e300"], "--rate must be above 0 and at most 1000000"),   # the planning pass's "math domain error"
 ])
 def test_recrawl_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     d = tmp_path / "c"
@@ -172,6 +174,18 @@ def test_recrawl_bad_input_is_one_line(tmp_path: Path, args: list[str], message:
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("rate", ["inf", "1e300", "0"])
+def test_crawl_recrawl_with_a_rate_out_of_range_is_one_line(tmp_path: Path, rate: str) -> None:
+    """``crawl --recrawl`` checks --rate before anything is crawled, as ``recrawl`` does."""
+    d = tmp_path / "c"
+    r = subprocess.run([sys.executable, "-m", "skitter", "crawl", "http://127.0.0.1:9/", "-o", str(d), "--quiet",
+                        "--retries", "0", "--recrawl", "--rate", rate], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines() == [f"skitter: error: --rate must be above 0 and at most 1000000 revisits"
+                                             f" a second, got {float(rate)}"]
+    assert not (d / "crawl.db").exists()
 
 
 def test_recrawl_of_no_crawl_is_one_line(tmp_path: Path) -> None:

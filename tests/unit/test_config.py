@@ -35,3 +35,16 @@ def test_the_cli_refuses_a_bound_in_one_line(tmp_path):
     assert result.returncode != 0
     assert result.stderr.strip().splitlines() == ["skitter: error: --per-host must be at least 1, got 0"]
     assert not (tmp_path / "c" / "crawl.db").exists()
+
+
+@pytest.mark.parametrize("rate", [0.0, -1.0, float("nan"), float("inf"), 1e300, 1e6 + 1])
+def test_a_recrawl_rate_out_of_range_is_refused(rate):
+    """--rate is above 0 and at most 1e6 revisits a second: inf, or 1e300, used to pass here and
+    break the recrawl's planning pass (an internal error, exit code 1)."""
+    with pytest.raises(UsageError, match="--rate must be above 0 and at most 1000000"):
+        CrawlConfig(rate=rate).validate()
+
+
+@pytest.mark.parametrize("rate", [1e-6, 1.0, 1e6])
+def test_a_recrawl_rate_in_range_is_taken(rate):
+    assert CrawlConfig(rate=rate).validate().rate == rate
