@@ -206,8 +206,8 @@ def stored_config(directory: Path) -> CrawlConfig:
 @cli.command()
 @click.argument("directory", type=click.Path())
 @click.option("--rate", "rate", type=float, default=None,
-              help="revisits a second over the whole collection (the budget; each host's politeness applies on "
-                   "top)  [default: 1.0, or the crawl's own]")
+              help="revisits a second over the whole collection (the budget: above 0, at most 1000000; each "
+                   "host's politeness applies on top)  [default: 1.0, or the crawl's own]")
 @click.option("--for", "duration", default=None, metavar="DURATION",
               help="stop after this long: seconds, or a number with s, m or h (6h)  [default: until Ctrl-C]")
 @click.option("--collection", "collection", type=int, default=None,
