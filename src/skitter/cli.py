@@ -211,7 +211,8 @@ def stored_config(directory: Path) -> CrawlConfig:
 @click.option("--for", "duration", default=None, metavar="DURATION",
               help="stop after this long: seconds, or a number with s, m or h (6h)  [default: until Ctrl-C]")
 @click.option("--collection", "collection", type=int, default=None,
-              help="keep at most this many pages; a more important URL found outside replaces the least "
+              help="keep at most this many pages (a crawl that stored more loses its least important ones "
+                   "at the first planning pass); a more important URL found outside replaces the least "
                    "important page inside  [default: 0, every page found]")
 @click.option("--policy", "policy", type=click.Choice(["optimal", "age-optimal", "uniform", "proportional"]),
               default=None, help="how revisits are spread  [default: optimal]")

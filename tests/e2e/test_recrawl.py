@@ -158,6 +158,64 @@ def test_skitter_recrawl_resumes_after_kill_9(tmp_path: Path) -> None:
     assert rows(out, "SELECT count(*) FROM fetches")[0][0] == rows(out, "SELECT count(DISTINCT fp) FROM fetches")[0][0]
 
 
+def test_skitter_recrawl_bounds_a_larger_crawl_from_its_first_pass(tmp_path: Path) -> None:
+    """``skitter recrawl DIR --collection N`` on a crawl of more than N pages: every stored page
+    joins the collection, and the first planning pass takes the least important out until N are
+    left (before, the collection kept every page for the whole run). The pages taken out leave the
+    pages table and the search index, in the same commit as the trim: killed with SIGKILL right
+    after it, the directory is consistent, and the resumed recrawl keeps the bound."""
+    out = tmp_path / "crawl"
+    bound = 60
+    with DemoServer(CFG, changing=True, change_speed=SPEED) as srv:
+        subprocess.run([sys.executable, "-m", "skitter", "crawl", *srv.web.seeds(), "-o", str(out), "--delay", "0",
+                        "--adaptive-delay", "0", "--max-crawl-delay", "0", "--quiet"],
+                       check=True, timeout=180, capture_output=True)
+        stored = rows(out, "SELECT count(*) FROM pages")[0][0]
+        assert stored > 2 * bound
+        cmd = [*recrawl_cmd(out, "10m"), "--collection", str(bound)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.time() + 60
+            while time.time() < deadline:   # the first pass's log row commits with the trim
+                time.sleep(0.1)
+                try:
+                    if rows(out, "SELECT count(*) FROM recrawl_log")[0][0]:
+                        break
+                except sqlite3.OperationalError:
+                    continue
+            else:
+                pytest.fail("no planning pass within 60 s")
+            os.kill(proc.pid, signal.SIGKILL)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+
+        def consistent() -> set[str]:
+            members = {u for (u,) in rows(out, "SELECT url FROM recrawl_pages WHERE in_collection = 1")}
+            assert 0 < len(members) <= bound
+            assert max(n for (n,) in rows(out, "SELECT pages FROM recrawl_log")) <= bound
+            out_of_it = {u for (u,) in rows(out, "SELECT url FROM recrawl_pages WHERE state = 'discarded'")}
+            assert len(out_of_it) >= stored - bound - 5
+            assert not out_of_it & {u for (u,) in rows(out, "SELECT url FROM pages")}
+            return out_of_it
+
+        consistent()
+        final = subprocess.run([*recrawl_cmd(out, "5s"), "--collection", str(bound)], capture_output=True,
+                               text=True, timeout=120)
+        assert final.returncode == 0, final.stderr
+    assert rows(out, "PRAGMA integrity_check")[0][0] == "ok"
+    discarded = consistent()
+    # the search index: none of the pages taken out, and every document at its fetch record's order
+    conn = sqlite3.connect(f"file:{out / 'index.db'}?mode=ro", uri=True)
+    try:
+        docs = dict(conn.execute("SELECT url, fetch_order FROM docs").fetchall())
+    finally:
+        conn.close()
+    assert docs and len(docs) <= bound and not discarded & set(docs)
+    order = dict(rows(out, "SELECT url, fetch_order FROM fetches"))
+    assert all(order[u] == n for u, n in docs.items())
+
+
 @pytest.mark.parametrize("args, message", [
     (["--for", "5x"], "--for wants seconds"),
     (["--for", "-3m"], "--for must be a positive duration"),

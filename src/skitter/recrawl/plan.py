@@ -16,7 +16,8 @@ the crawl process applies:
    (:func:`skitter.recrawl.schedule.solve`);
 4. the refinement decision of a bounded collection: while the most important URL outside is more
    important than the least important page inside (by ``SWAP_MARGIN``), swap them, at most
-   ``swap_limit`` a pass;
+   ``swap_limit`` a pass; and a collection above its bound (a crawl stored before ``skitter
+   recrawl --collection N``) loses its least important pages until it holds N;
 5. the pages whose next visit is due much later than the new allocation would have it (the
    collection grew, a page became important): brought forward, at most ``MAX_EARLIER`` a pass;
 6. the collection's estimated freshness now: the mean over its pages of e^(−λ̂·(now − last
@@ -97,6 +98,9 @@ def _plan(conn: sqlite3.Connection, policy: str, budget: float, importance: str,
     # 4. refinement
     if cap and importance != "none":
         out["swaps"] = _refine(conn, fps, imp_of, cap, swap_limit)
+    # 4b. a collection above its bound (pages a crawl stored before `skitter recrawl --collection N`
+    # joined it all at once): the least important pages leave until it holds N
+    out["evict"] = _evict(conn, imp_of, len(rows) - cap, {s[-2] for s in out["swaps"]}) if cap and len(rows) > cap else []
 
     # 5. pages due far too late
     out["earlier"] = []
@@ -106,7 +110,8 @@ def _plan(conn: sqlite3.Connection, policy: str, budget: float, importance: str,
         wanted = np.maximum(last + interval, now)
         late = np.nonzero(due > wanted + np.maximum(0.5 * interval, 60.0))[0]
         late = late[np.argsort(wanted[late] - due[late])][:MAX_EARLIER]
-        out["earlier"] = [(int(fps[i]), rows[i][6], float(wanted[i])) for i in late]
+        gone = {fp for fp, _ in out["evict"]}
+        out["earlier"] = [(int(fps[i]), rows[i][6], float(wanted[i])) for i in late if int(fps[i]) not in gone]
 
     # 6. estimated freshness now
     if len(rows):
@@ -168,6 +173,15 @@ def _site_priors(conn: sqlite3.Connection) -> dict[str, tuple[float, float]]:
         if math.isfinite(prior.changes) and math.isfinite(prior.seconds):
             priors[host] = (prior.changes, prior.seconds)
     return priors
+
+
+def _evict(conn: sqlite3.Connection, imp_of: dict[int, float], excess: int, leaving: set[int]) -> list[tuple[int, str]]:
+    """(fp, url) of the ``excess`` least important pages of the collection (not those a swap
+    takes out already)."""
+    live = conn.execute("SELECT fp, url FROM recrawl_pages WHERE in_collection = 1 AND state IN ('live', 'missing')"
+                        " AND kind != 'sitemap'").fetchall()
+    live = sorted((r for r in live if r[0] not in leaving), key=lambda r: (imp_of.get(r[0], 0.0), r[0]))
+    return [(int(fp), url) for fp, url in live[:max(excess, 0)]]
 
 
 def _refine(conn: sqlite3.Connection, fps: np.ndarray, imp_of: dict[int, float], cap: int,

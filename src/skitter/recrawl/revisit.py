@@ -636,6 +636,13 @@ class Recrawl:
             self.counters.added += 1
             admitted.append((Candidate(url=out_url, depth=depth or 1, parent=parent, priority=max(priority or 0, 1.0)),
                              now))
+        for in_fp, in_url in result.get("evict", ()):
+            page = self.db.page(in_fp)
+            if page is None or not page["in_collection"] or self.members <= self.config.collection:
+                continue
+            self.store.reorder(in_url)
+            self._leave(page, "discarded", now)
+            self.counters.discarded += 1
         for _fp, url, due in result["earlier"]:
             admitted.append((Candidate(url=url, depth=0, priority=1.0), due))
         if result["earlier"]:
