@@ -74,6 +74,45 @@ def test_eval_fresh_scores_the_recrawl_and_the_simulated_policies(recrawled, tmp
     assert "not in the change log (never changed)" in table.stdout
 
 
+def test_eval_fresh_scores_a_crawl_then_a_separate_recrawl(tmp_path: Path) -> None:
+    """The documented path ``skitter crawl``, then ``skitter recrawl``, on the changing web served
+    over loopback: the plain crawl's fetches are the pages' first visits (``recrawl_pages.first_visit``;
+    it writes no "first" row to recrawl_visits), so the discovery crawl ends when that crawl ended
+    and the window scored is the recrawl's. (Before, a page's first visit was its first revisit:
+    the 95 % mark fell near the recrawl's end, and pages not revisited yet were left out.)"""
+    import sqlite3
+    import time
+
+    from skitter.demo.server import DemoServer
+
+    out = tmp_path / "crawl"
+    fast = ["--delay", "0", "--adaptive-delay", "0", "--max-crawl-delay", "0", "--quiet"]
+    with DemoServer(DemoConfig(hosts=2, pages=80, seed=5),
+                    changing=ChangeConfig(speed=60.0, min_interval=60.0, new_per_hour=0.0)) as srv:
+        res = skitter("crawl", *srv.web.seeds(), "-o", str(out), *fast, timeout=180)
+        assert res.returncode == 0, res.stderr
+        crawled = time.time()
+        res = skitter("recrawl", str(out), "--for", "8s", "--rate", "50", "--quiet", timeout=180)
+        assert res.returncode == 0, res.stderr
+        log = tmp_path / "changes.json"
+        log.write_text(json.dumps(srv.web.change_log_document(srv.start_epoch, time.time())))
+    conn = sqlite3.connect(out / "crawl.db")
+    try:
+        members = conn.execute("SELECT count(*) FROM recrawl_pages WHERE in_collection = 1").fetchone()[0]
+        revisits = conn.execute("SELECT count(*) FROM recrawl_visits WHERE status IS NOT NULL").fetchone()[0]
+        firsts = conn.execute("SELECT count(*) FROM recrawl_visits WHERE kind = 'first'").fetchone()[0]
+    finally:
+        conn.close()
+    assert members > 100 and firsts == 0 and revisits > 20
+    res = skitter("eval-fresh", str(out), "--changes", str(log), "--json")
+    assert res.returncode == 0, res.stderr
+    ev = json.loads(res.stdout)["crawl"]
+    assert ev["synced"] <= crawled and ev["start"] == ev["synced"]   # the discovery crawl's end
+    assert ev["end"] - ev["start"] >= 5.0                            # about the recrawl's 8 s
+    assert ev["pages"] + ev["late"] == members and ev["late"] <= 0.05 * members + 1
+    assert ev["scores"]["recrawl"]["fetches"] >= 0.8 * revisits   # the recrawl's revisits, nearly all
+
+
 def test_a_bare_change_log_gives_rates_from_its_own_changes(recrawled, tmp_path: Path) -> None:
     """{url: [times]} without rates: each URL's rate is its changes over the span; the recrawl's
     own row does not depend on rates at all."""

@@ -36,8 +36,8 @@ def collection_visits(directory: Path | str) -> tuple[list[str], dict[str, list[
     """The collection's URLs (pages in it now), each one's visit times, and its weight."""
     conn = connect(Path(directory) / DB_NAME, readonly=True)
     try:
-        rows = conn.execute("SELECT fp, url, weight FROM recrawl_pages WHERE in_collection = 1 AND kind != 'sitemap'"
-                            " ORDER BY url").fetchall()
+        rows = conn.execute("SELECT fp, url, weight, first_visit FROM recrawl_pages WHERE in_collection = 1"
+                            " AND kind != 'sitemap' ORDER BY url").fetchall()
         urls = [r[1] for r in rows]
         weight = {r[1]: float(r[2] or 1.0) for r in rows}
         url_of = {r[0]: r[1] for r in rows}
@@ -46,6 +46,11 @@ def collection_visits(directory: Path | str) -> tuple[list[str], dict[str, list[
             url = url_of.get(fp)
             if url is not None:
                 visits[url].append(float(at))
+        # a page a crawl stored before recrawling was on (`skitter crawl`, then `skitter recrawl`)
+        # has no "first" row in recrawl_visits: its first fetch is recrawl_pages.first_visit
+        for _fp, url, _w, first in rows:
+            if first is not None and (not visits[url] or visits[url][0] > float(first)):
+                visits[url].insert(0, float(first))
     except sqlite3.OperationalError as exc:
         raise ValueError(f"{directory}: no recrawl tables ({exc})") from None
     finally:
