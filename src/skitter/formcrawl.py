@@ -20,7 +20,8 @@ What the loop does with it (a few named lines in :mod:`skitter.loop`):
    page of the same results keeps the submission's depth (a result set is one level, however many
    pages it has, so ``--max-depth`` does not cut it short) and a priority a hair above it (a result
    set is read before the next submission, as the planner expects), and at most ``RESULT_PAGES``
-   of them are followed per submission (the trap bound of a result set).
+   of them are followed per submission (the trap bound of a result set); under bfs its other links
+   (records) get the submission's priority (``_RECORDS_WITH_SUBMISSIONS``).
 4. ``submissions()`` / ``enqueued(cands, new)``: after each URL (and at the start) the loop asks
    for the planners' next submissions and puts them in the frontier; those the URL-seen test
    rejects are reported at once.
@@ -64,6 +65,13 @@ ACTIVE = 32
 BATCH = 4
 #: How much a further result page's priority exceeds its submission's: enough to come first.
 _PAGE_BONUS = 1e-6
+#: Strategies that rank by depth alone. Under them a record (a link of a result page: one level
+#: below its submission) would wait behind every submission of every form, so none is fetched
+#: before the budgets are spent; it gets its submission's priority (its depth stays one more), and
+#: takes turns with the next submissions in discovery order. The other strategies rank records
+#: their own way: dfs has them before the next submission already, the focused ones by relevance
+#: (the tunnel's band travels in the priority), the importance ones by their importance.
+_RECORDS_WITH_SUBMISSIONS = frozenset({"bfs"})
 #: Form keys remembered in memory (a site's header search form is on every page); others are looked
 #: up in the ``forms`` table.
 _KNOWN = 10_000
@@ -105,6 +113,7 @@ class FormCrawl:
         self.robots = robots
         self.link_filter = link_filter
         self.scorer = scorer
+        self._records_with_submissions = getattr(scorer, "name", None) in _RECORDS_WITH_SUBMISSIONS
         self.seed_words = list(seed_words)
         self._now = now           # () -> epoch seconds (the crawl's clock)
         self.active: dict[str, _Active] = {}
@@ -174,6 +183,8 @@ class FormCrawl:
                 if self._result_pages(v.submission) >= RESULT_PAGES:
                     continue
                 c = replace(c, depth=cand.depth, priority=priority)
+            elif self._records_with_submissions:   # a record: in turn with the next submissions
+                c = replace(c, priority=max(c.priority, priority - _PAGE_BONUS))
             out.append(c)
         return out
 

@@ -102,6 +102,26 @@ def test_forms_from_the_command_line(tmp_path, hidden_server) -> None:
     assert "| crawl |" in table and f"{len(records):,} of 1,000" in table
 
 
+def test_records_are_fetched_before_the_page_budget_is_spent(tmp_path, hidden_server) -> None:
+    """``--max-pages`` far below the form's budget (500 submissions): under bfs a record (a link of
+    a result page, one level below its submission) takes turns with the next submissions, so the
+    pages the crawl may fetch go to records as well as submissions (before, every submission came
+    first, and the crawl stopped with no record fetched and every record found still queued)."""
+    srv, _ = hidden_server
+    out = tmp_path / "crawl"
+    res = skitter("crawl", srv.hidden_url + "/", "-o", str(out), "--forms", "--max-pages", "150", *FAST)
+    assert res.returncode == 0, res.stderr
+    truth = set(srv.hidden_site.record_urls())
+    conn = sqlite3.connect(out / "crawl.db")
+    try:
+        fetched = {u for (u,) in conn.execute("SELECT url FROM fetches WHERE status = 200")}
+        subs = conn.execute("SELECT count(*) FROM form_urls WHERE role = 'submission'").fetchone()[0]
+    finally:
+        conn.close()
+    assert len(fetched) <= 150 and subs >= 5
+    assert len(fetched & truth) >= 30
+
+
 def test_forms_bad_input_is_one_line(tmp_path) -> None:
     line = one_error_line(skitter("crawl", "http://127.0.0.1:9/", "-o", str(tmp_path / "c"), "--forms",
                                   "--form-words", str(tmp_path / "missing.txt"), "--quiet"))
