@@ -252,7 +252,8 @@ class Crawler:
             if rules.reason == "unreachable":
                 # No retry: the verdict stays cached for minutes (the robots cache's
                 # error_expiry), so a retry seconds later would meet it again.
-                return cand, self._skip(cand, "robots: robots.txt unreachable, crawling disallowed", visit)
+                why = f" ({rules.detail})" if rules.detail else ""
+                return cand, self._skip(cand, f"robots: robots.txt unreachable{why}, crawling disallowed", visit)
             if not rules.allowed(cand.url):
                 return cand, self._skip(cand, "robots: disallowed by robots.txt", visit)
         result = await self.transport.get(cand.url, headers=visit.headers if visit else None)   # 3

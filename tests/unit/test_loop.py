@@ -89,7 +89,15 @@ def test_an_unreachable_robots_txt_disallows_the_host_without_a_request(tmp_path
     site, records, _ = crawl(tmp_path, routes)
     assert starts(site) == []
     assert records[f"{A}/"]["status"] is None
-    assert records[f"{A}/"]["error"] == "robots: robots.txt unreachable, crawling disallowed"
+    # the record says why: the robots.txt fetch's error (the user sees a refused connection, not a rule)
+    assert records[f"{A}/"]["error"] == "robots: robots.txt unreachable (connect: connection refused), crawling disallowed"
+
+
+def test_a_robots_txt_answering_5xx_is_named_in_the_records_it_stops(tmp_path):
+    routes = {f"{A}/robots.txt": Reply(503), f"{A}/": html('<a href="/1">1</a>')}
+    site, records, _ = crawl(tmp_path, routes)
+    assert starts(site) == []
+    assert records[f"{A}/"]["error"] == "robots: robots.txt unreachable (HTTP 503), crawling disallowed"
 
 
 def test_robots_txt_disallowed_links_are_recorded_and_never_requested(tmp_path):

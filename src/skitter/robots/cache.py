@@ -156,18 +156,20 @@ class RobotsCache:
 
     async def _fetch(self, url: str) -> tuple[RobotsRules, float]:
         """Fetch robots.txt at ``url`` following redirects; the rules and how long to keep them."""
-        unreachable = RobotsRules.disallow_all("unreachable"), self.error_expiry
+        def unreachable(detail: str | None) -> tuple[RobotsRules, float]:
+            return RobotsRules.disallow_all("unreachable", detail), self.error_expiry
+
         unavailable = RobotsRules.allow_all("unavailable"), self.expiry
         for hop in range(self.max_redirects + 1):
             result = await self._get(url)
             status = result.status
             if status is None:
-                return unreachable
+                return unreachable(result.error)
             ok = 200 <= status < 300
             if result.error is not None and not (ok and result.error.startswith(BodyTooLarge.code)):
                 # A failed request (or a body cut by a network error) cannot be trusted; a body
                 # over the fetcher's cap is still a good prefix, parsed like any (RFC 9309 2.5).
-                return unreachable
+                return unreachable(result.error)
             if ok:
                 rules = RobotsRules.parse(result.body, self.user_agent, max_bytes=self.max_bytes)
                 return rules, self.expiry
@@ -181,8 +183,8 @@ class RobotsCache:
                 url = target
                 continue
             if status == 429:
-                return unreachable
+                return unreachable(f"HTTP {status}")
             if 400 <= status < 500:
                 return unavailable
-            return unreachable  # 5xx, and anything else unexpected
+            return unreachable(f"HTTP {status}")  # 5xx, and anything else unexpected
         return unavailable  # not reached: the last hop returns above

@@ -180,10 +180,11 @@ class RobotsRules:
 
     ``reason`` is None for a parsed file, ``"unavailable"`` when the file could not be had
     because of a 4xx (allow all, RFC 9309 2.3.1.3) and ``"unreachable"`` for 5xx, network
-    errors and timeouts (disallow all, 2.3.1.4).
+    errors and timeouts (disallow all, 2.3.1.4). ``detail`` says what happened then (the fetch's
+    error, or the status), for the records of the URLs it stops.
     """
 
-    __slots__ = ("_head_lengths", "_index", "_rules", "crawl_delay", "reason", "sitemaps")
+    __slots__ = ("_head_lengths", "_index", "_rules", "crawl_delay", "detail", "reason", "sitemaps")
 
     def __init__(
         self,
@@ -192,6 +193,7 @@ class RobotsRules:
         crawl_delay: float | None = None,
         sitemaps: tuple[str, ...] = (),
         reason: str | None = None,
+        detail: str | None = None,
     ) -> None:
         self._rules: tuple[_Rule, ...] = tuple(sorted(rules, key=_sort_key))
         # Many rules: index them by head so that `allowed` only tries the rules whose head is a
@@ -207,6 +209,7 @@ class RobotsRules:
         self.crawl_delay = crawl_delay
         self.sitemaps = sitemaps
         self.reason = reason
+        self.detail = detail
 
     # -- construction ---------------------------------------------------------------------
 
@@ -215,8 +218,8 @@ class RobotsRules:
         return cls(reason=reason)
 
     @classmethod
-    def disallow_all(cls, reason: str | None = None) -> RobotsRules:
-        return cls([_Rule("/", allow=False)], reason=reason)
+    def disallow_all(cls, reason: str | None = None, detail: str | None = None) -> RobotsRules:
+        return cls([_Rule("/", allow=False)], reason=reason, detail=detail)
 
     @classmethod
     def parse(cls, body: bytes | str, user_agent: str, *, max_bytes: int = MAX_BYTES) -> RobotsRules:
