@@ -178,9 +178,22 @@ def load_summary(directory: Path) -> dict[str, Any]:
         db.conn.close()
     from .watchdog import read_status
 
+    from .store.lock import holder
+
     # the watchdog's last word (skitter.watchdog): a stalled or blocked crawl says so here
     s["watchdog"] = read_status(directory)
+    # who crawls the directory now (skitter.store.lock): "running" with nobody is an interrupted crawl
+    s["crawling_pid"] = holder(directory)
     return s
+
+
+def _state(s: dict[str, Any]) -> str:
+    state = s["state"] or "-"
+    if state != "running" or "crawling_pid" not in s:   # the summary of a crawl that just ended, or a merge's
+        return state
+    if s["crawling_pid"] is None:
+        return "interrupted: run the same command to resume"   # no process holds the directory
+    return f"running (skitter process {s['crawling_pid']})" if s["crawling_pid"] else "running"
 
 
 def render(s: dict[str, Any]):
@@ -192,7 +205,7 @@ def render(s: dict[str, Any]):
     t.add_column()
     rate = f"{s['pages_per_second']:.1f}" if s["pages_per_second"] else "-"
     rows = [
-        ("state", s["state"] or "-"),
+        ("state", _state(s)),
         ("seeds", ", ".join(s["seeds"][:3]) + (" …" if len(s["seeds"]) > 3 else "")),
         ("URLs fetched", str(s["fetched"])),
         ("HTML pages", str(s["pages"])),
@@ -240,7 +253,7 @@ def render(s: dict[str, Any]):
         ]
         rows += [(f"  {x['host']}", _histogram(x["intervals"])) for x in r["sites"]]
     w = s.get("watchdog")
-    if w and s["state"] == "running":
+    if w and s["state"] == "running" and s.get("crawling_pid", 0) is not None:
         rows.append(("watchdog", f"{w['kind']} at {w['at']}: {w['message']}"))
     for k, v in rows:
         t.add_row(k, v)

@@ -174,3 +174,37 @@ def test_a_crawl_directory_keyed_by_fp_resumes_after_kill_9(tmp_path):
         assert "id" not in {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}, table
     assert conn.execute("SELECT count(*) FROM pages").fetchone()[0] > 250
     conn.close()
+
+
+def test_one_crawl_at_a_time_in_a_directory_and_stats_tells_running_from_interrupted(tmp_path):
+    """A second crawl in a directory being crawled stops at once with one line naming the first
+    (it would hand the first one's URLs in flight back to the queue and write the same WARC
+    series); ``skitter stats`` says "running" while a process holds the directory and
+    "interrupted" after a kill -9, whose lock the kernel dropped: the same command resumes."""
+    with DemoServer(DemoConfig(hosts=2, pages=200, seed=5), latency_ms=300) as web:   # 4 in flight: 13 pages/s
+        d = tmp_path / "c"
+        cmd = [*crawl_cmd(web.web.seeds(), d), "--max-pages", "80"]
+        first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 start_new_session=True)
+        try:
+            wait_for_progress(d, first, pages=5)
+            assert first.poll() is None
+            second = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            lines = second.stderr.strip().splitlines()
+            assert second.returncode == 2 and len(lines) == 1, second.stderr
+            assert f"is being crawled by skitter process {first.pid}" in lines[0]
+            st = subprocess.run([sys.executable, "-m", "skitter", "stats", str(d), "--json"],
+                                capture_output=True, text=True, timeout=60, check=True)
+            assert json.loads(st.stdout)["crawling_pid"] == first.pid
+        finally:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait(timeout=30)
+        st = subprocess.run([sys.executable, "-m", "skitter", "stats", str(d)], capture_output=True, text=True,
+                            timeout=60, check=True)
+        assert "interrupted" in st.stdout and "run the same command to resume" in st.stdout
+        resumed = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert resumed.returncode == 0, resumed.stderr
+        st = subprocess.run([sys.executable, "-m", "skitter", "stats", str(d), "--json"],
+                            capture_output=True, text=True, timeout=60, check=True)
+        s = json.loads(st.stdout)
+        assert s["state"] == "stopped" and s["fetched"] == 80 and s["crawling_pid"] is None   # the budget met

@@ -21,6 +21,7 @@ from ..errors import CrawlDirError
 from ..models import Candidate, Page
 from ..urls import fingerprint, host_key
 from .db import CrawlDB
+from .lock import DirectoryLock
 from .text import pack_text
 from .warc import WarcLocation, WarcWriter
 
@@ -43,8 +44,10 @@ _VERSION_COLUMNS: dict[str, Any] = {
 class CrawlStore:
     """One crawl directory, open for writing. ``CrawlStore.open(directory, config)``."""
 
-    def __init__(self, directory: Path, db: CrawlDB, warc: WarcWriter, *, resumed: bool, config: dict) -> None:
+    def __init__(self, directory: Path, db: CrawlDB, warc: WarcWriter, *, resumed: bool, config: dict,
+                 lock: DirectoryLock | None = None) -> None:
         self.directory = directory
+        self.lock = lock           # one crawl at a time in the directory (skitter.store.lock)
         self.db = db
         self.warc = warc
         self.resumed = resumed
@@ -68,22 +71,32 @@ class CrawlStore:
             probe.unlink()
         except OSError as exc:
             raise CrawlDirError(f"cannot write to crawl directory {directory}: {exc.strerror or exc}") from None
-        db = CrawlDB(directory)
-        previous = db.get_meta("config")
-        db.begin()
-        db.release_leases()
-        config = dict(config, seeds=list(dict.fromkeys((previous or {}).get("seeds", []) + list(config["seeds"]))))
-        db.set_meta("config", config)
-        db.set_meta("state", "running")
-        if previous is None:
-            db.set_meta("started_at", iso(time.time() if now is None else now))
-        db.commit()
-        db.start_checkpointer()
-        warc_dir = directory / "warc"
-        warc_dir.mkdir(exist_ok=True)
-        committed = db.get_meta("warc_commit")
-        warc = WarcWriter.resume(warc_dir, tuple(committed) if committed else None, software=software)
-        return cls(directory, db, warc, resumed=previous is not None, config=config)
+        # before anything is read: a second crawl here would hand the first one's URLs in flight
+        # back to the queue (release_leases below) and append to the same WARC series
+        lock = DirectoryLock.acquire(directory)
+        db = None
+        try:
+            db = CrawlDB(directory)
+            previous = db.get_meta("config")
+            db.begin()
+            db.release_leases()
+            config = dict(config, seeds=list(dict.fromkeys((previous or {}).get("seeds", []) + list(config["seeds"]))))
+            db.set_meta("config", config)
+            db.set_meta("state", "running")
+            if previous is None:
+                db.set_meta("started_at", iso(time.time() if now is None else now))
+            db.commit()
+            db.start_checkpointer()
+            warc_dir = directory / "warc"
+            warc_dir.mkdir(exist_ok=True)
+            committed = db.get_meta("warc_commit")
+            warc = WarcWriter.resume(warc_dir, tuple(committed) if committed else None, software=software)
+        except BaseException:
+            if db is not None:
+                db.close()
+            lock.release()
+            raise
+        return cls(directory, db, warc, resumed=previous is not None, config=config, lock=lock)
 
     # -- what a resumed crawl needs --------------------------------------------------------
     def admitted_per_host(self) -> Counter[str]:
@@ -258,4 +271,8 @@ class CrawlStore:
         try:
             self.warc.close()
         finally:
-            self.db.close()
+            try:
+                self.db.close()
+            finally:
+                if self.lock is not None:
+                    self.lock.release()
