@@ -449,3 +449,48 @@ def test_a_single_redis_keeps_no_set_of_urls_done(redis_server):
             await a.close()
 
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("where", ["single", "cluster"])
+def test_a_url_decided_without_a_request_is_seen_once_its_record_is_committed(request, where):
+    """A URL robots.txt disallows is recorded by the worker's store, never fetched (``add(...,
+    decided=True)``): it goes into the crawl's seen set only once the store has committed its record
+    (:meth:`committed`). A worker killed in between loses the record with its uncommitted batch,
+    and the URL stays new for the worker that finds it again (from its parent, fetched again),
+    instead of being seen in Redis and recorded nowhere."""
+    from skitter.distributed.redis_url import connect
+    from skitter.urls import fingerprint
+
+    server = request.getfixturevalue("redis_server" if where == "single" else "redis_cluster")
+    crawl = f"decided-{where}"
+    url = "http://robots.test/cart?add=1"
+
+    def found() -> list[Candidate]:
+        return [Candidate(url, depth=1, parent="http://robots.test/item?id=1")]
+
+    async def go():
+        dirs, frontiers, clients = [], [], []
+        try:
+            for name in ("wa", "wb", "wc"):   # with a store: immediate=False, as a worker runs
+                d = Path(tempfile.mkdtemp(prefix="skitter-rf-"))
+                client = await connect(server.url)
+                db = CrawlDB(d)
+                dirs.append((d, db))
+                clients.append(client)
+                frontiers.append(RedisFrontier(client, crawl, db, Politeness(delay=0.0), worker=name))
+            a, b, c = frontiers
+            assert [x.url for x in await a.add(found(), decided=True)] == [url]
+            assert await a.add(found(), decided=True) == []          # once per worker
+            assert await a.seen.contains_many([fingerprint(url)]) == [False]
+            # a is killed here (no commit, no committed()): b finds the URL again and records it
+            assert [x.url for x in await b.add(found(), decided=True)] == [url]
+            await b.committed()                                      # b's store committed its record
+            assert await b.seen.contains_many([fingerprint(url)]) == [True]
+            assert await c.add(found(), decided=True) == []          # from now on: seen
+            assert await c.add(found()) == []                        # (a URL to fetch, too)
+            assert int(await clients[2].get(c.keys.pending) or 0) == 0
+        finally:
+            await _close_all(clients, dirs)
+
+    asyncio.run(go())
+

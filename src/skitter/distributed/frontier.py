@@ -376,6 +376,7 @@ class RedisFrontier:
         self.wanted: set[str] = set()             # hosts the ring gives us, not leased yet
         self._acquiring: set[str] = set()         # hosts whose lease is being asked for
         self._buf: list[tuple[str, int, str]] = []   # (host, fp, record or "") not yet in Redis
+        self._decided: list[int] = []             # fps of URLs decided without a request, not yet seen in Redis
         self._seq = 0
         self.pending: int | None = None           # the last value of sk:{C}:pending we read
         self._stopped = False
@@ -406,11 +407,18 @@ class RedisFrontier:
             return await self._add_atomic(candidates, fps)
         if not decided:
             return await self._add_cluster(candidates, fps)
-        # URLs robots.txt disallows: only seen (their records are written by the store)
-        flags = await self._retrying(self.seen.add_many, fps, lost_reply_ok=False)
-        new = [c for c, f in zip(candidates, flags) if f]
-        if new:
-            self.local.admit(new, decided=True)
+        # URLs robots.txt disallows: only seen (their records are written by the store). Tested
+        # now, put in the seen set only after the store has committed their records (flush): a
+        # worker killed in between must not leave a URL seen in Redis and recorded nowhere.
+        if self.immediate:   # no store: seen at once
+            flags = await self._retrying(self.seen.add_many, fps, lost_reply_ok=False)
+            new = [c for c, f in zip(candidates, flags) if f]
+            if new:
+                self.local.admit(new, decided=True)
+            return new
+        flags = await self._retrying(self.seen.contains_many, fps)
+        new = self.local.admit([c for c, f in zip(candidates, flags) if not f], decided=True)
+        self._decided.extend(fingerprint(c.url) for c in new)
         return new
 
     async def _add_cluster(self, candidates: Sequence[Candidate], fps: list[int]) -> list[Candidate]:
@@ -746,7 +754,16 @@ class RedisFrontier:
     # -- writes ----------------------------------------------------------------------------------
     async def flush(self, release: bool = True) -> None:
         """Write the URLs done (or due again) to their hosts' queues in Redis, one script call per
-        host, pipelined; then the count of pending URLs; then release the hosts we are leaving."""
+        host, pipelined; then the count of pending URLs; then release the hosts we are leaving.
+        First the URLs decided without a request (robots.txt), whose records the store has
+        committed by now, into the seen set."""
+        if self._decided:
+            decided, self._decided = self._decided, []
+            try:
+                await self.seen.add_many(decided)
+            except BaseException:
+                self._decided = decided + self._decided   # adding twice changes nothing
+                raise
         if self._buf:
             buf, self._buf = self._buf, []
             by_host: dict[str, list[str]] = defaultdict(list)
