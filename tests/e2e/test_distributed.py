@@ -417,6 +417,30 @@ def test_redis_restarted_mid_crawl(redis_servers, local_urls, tmp_path):
                    if "Redis" in line and "unreachable" not in line), err[-2000:]
 
 
+def test_the_crawl_vanishing_from_redis_is_one_line_and_exit_1(redis_servers, tmp_path):
+    """Redis flushed mid-crawl (FLUSHALL; or restarted without persistence): the crawl's seen set,
+    queues and count of pending URLs are gone, so it cannot go on correctly. Each process says so
+    in one line and exits 1, instead of fetching pages again and ending early with exit status 0."""
+    server = redis_servers()
+    log = tmp_path / "access.jsonl"
+    with DemoServer(WEB, latency_ms=2, access_log=log) as srv:
+        procs = start_cluster(srv.web.seeds(), server.url, "vanish", tmp_path, 2, "--delay", "0.2")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not log.exists() or len(requests(log)) < 30):
+            time.sleep(0.05)
+        with server.admin() as admin:
+            admin.flushall()
+        flushed = len(requests(log))
+        results = finish(procs, timeout=30)
+    assert flushed < 150, "the crawl ended before the flush"
+    line = ("skitter: error: crawl 'vanish' vanished from Redis mid-crawl (Redis restarted without persistence, "
+            "or flushed): its URL-seen set and queues are lost; this worker stops, its directory keeps the pages "
+            "it fetched")
+    for rc, err in results:   # (a worker started before the crawl says it waited for it)
+        said = [x for x in err.splitlines() if not x.startswith("skitter: waiting for crawl 'vanish' to be created")]
+        assert rc == 1 and said == [line], err[-2000:]
+
+
 def test_serve_dir_says_quickly_that_its_redis_is_unreachable(redis_servers, tmp_path):
     """`serve DIR` on a worker's directory whose Redis is down: the crawl page says so in one line
     ("Redis unreachable: ...") within about a second (the connection's timeout, 1 s, where the

@@ -386,6 +386,8 @@ class RedisFrontier:
         self.fetched = 0
         self.moved_in = self.moved_out = self.handed_off = self.fenced = 0
         self._redis_down_since: float | None = None
+        self._had_config = False                  # sk:{C}:config seen by a heartbeat
+        self._vanished = False                    # ... and gone since: the crawl's state is lost
         self._last_answer = time.monotonic()      # when the membership task last heard from Redis
         self._watcher: asyncio.Task | None = None
         self._started = time.time()
@@ -594,6 +596,10 @@ class RedisFrontier:
             self.pending = await self._retrying(self.client.decr, self.keys.pending, lost_reply_ok=False)
         local = self.local
         while not self._stopped:
+            if self._vanished:
+                raise RedisError(f"crawl {self.keys.crawl_id!r} vanished from Redis mid-crawl (Redis restarted "
+                                 "without persistence, or flushed): its URL-seen set and queues are lost; "
+                                 "this worker stops, its directory keeps the pages it fetched")
             cand = local._pop_ready()
             if cand is not None:
                 if self.budget and not await self._retrying(self._reserve):
@@ -964,7 +970,7 @@ class RedisFrontier:
     async def _watch(self) -> None:
         """Say so when Redis has not answered the heartbeats for a member's time to live (while
         redis-py's own retries, which back off for seconds, keep the membership task waiting)."""
-        while not self._stopped:
+        while not self._stopped and not self._vanished:
             await asyncio.sleep(self.heartbeat)
             silent = time.monotonic() - self._last_answer
             if silent > self.member_ttl and self._redis_down_since is None:
@@ -978,6 +984,8 @@ class RedisFrontier:
         while not self._stopped:
             try:
                 await self._tick()
+                if self._vanished:   # no more heartbeats, leases or scans: the fetch tasks stop the crawl
+                    return
                 now = self._last_answer = time.monotonic()
                 if now - last_renew >= renew_every:
                     await self._renew()
@@ -1019,17 +1027,27 @@ class RedisFrontier:
             pipe.hset(self.keys.stats(self.worker), mapping=self._figures(now))
             pipe.expire(self.keys.stats(self.worker), 3600)
             pipe.get(self.keys.budget)
+            pipe.exists(self.keys.config)
             out, self._priorities_out = self._priorities_out, defaultdict(dict)
             for owner, batch in out.items():
                 pipe.rpush(self.keys.inbox(owner), json.dumps(["priorities", batch], separators=(",", ":")))
             try:
-                _, members, inbox, pending, _, _, used, *_ = await pipe.execute()
+                _, members, inbox, pending, _, _, used, has_config, *_ = await pipe.execute()
             except BaseException:
                 for owner, batch in out.items():   # sent with the next heartbeat (twice is harmless)
                     for host, totals in batch.items():
                         self._priorities_out[owner].setdefault(host, {}).update(totals)
                 raise
         self.budget_used = int(used or 0)
+        if has_config:
+            self._had_config = True
+        elif self._had_config and not self._vanished:
+            # the crawl's settings are gone: Redis restarted without persistence, was flushed, or
+            # the crawl's keys were deleted. Its seen set and queues went with them: going on would
+            # fetch pages again and end early with exit status 0.
+            self._vanished = True
+            self.local._wake.set()
+            return   # (nothing more from it: no hand-offs or hosts taken while the crawl stops)
         members = sorted(m.decode() if isinstance(m, bytes) else m for m in members)
         if self.worker not in members:
             members = sorted([*members, self.worker])
