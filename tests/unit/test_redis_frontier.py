@@ -494,3 +494,53 @@ def test_a_url_decided_without_a_request_is_seen_once_its_record_is_committed(re
 
     asyncio.run(go())
 
+
+def test_a_worker_whose_lease_renewals_are_stale_hands_out_nothing_until_one(redis_server):
+    """A worker paused (SIGSTOP, a VM or GC stall: its event loop frozen) for longer than most of a
+    lease's time to live may have lost its hosts to another worker meanwhile: on resuming, it
+    hands out no URL until a lease renewal has said which hosts are still its. A host taken over
+    is dropped without one request; a host still held is crawled on after the renewal."""
+    import threading
+    import time
+
+    ttl = 1.0
+
+    def pause(seconds: float, meanwhile=None) -> float:
+        """Freeze this worker's event loop (every task of it) for ``seconds``; ``meanwhile`` runs
+        in another thread (another worker, its own loop) during the pause. Returns when it ended."""
+        time.sleep(seconds)
+        if meanwhile is not None:
+            t = threading.Thread(target=asyncio.run, args=(meanwhile(),))
+            t.start()
+            t.join(30)
+        return time.monotonic()
+
+    async def take_over(host: str) -> None:
+        b = Worker(redis_server.url, "wb", "stale", lease_ttl=5.0)
+        try:
+            await b.f._acquire([host])
+            assert host in b.f.local.held
+        finally:
+            await b.close()
+
+    async def go():
+        a = Worker(redis_server.url, "wa", "stale", heartbeat=0.05, member_ttl=5.0, lease_ttl=ttl)
+        try:
+            await a.f.add([Candidate("http://taken.test/1"), Candidate("http://kept.test/1")])
+            assert a.f.local.held == {"taken.test", "kept.test"}
+            a.f.start()
+            await asyncio.sleep(0.2)                  # heartbeats and renewals as usual
+            # paused past the leases' time to live; meanwhile b leases taken.test
+            resumed = pause(ttl + 0.2, lambda: take_over("taken.test"))
+            got = await asyncio.wait_for(a.f.next_ready(), 5)
+            assert got.url == "http://kept.test/1"   # never taken.test's URL: b holds that host
+            assert a.f._renew_sent >= resumed, "a URL handed out before a renewal"
+            assert "taken.test" not in a.f.local.held
+            with pytest.raises(TimeoutError):         # nothing else is a's
+                await asyncio.wait_for(a.f.next_ready(), 0.5)
+        finally:
+            a.f.stop()
+            await a.f.aclose()
+            await a.close()
+
+    asyncio.run(go())

@@ -389,6 +389,7 @@ class RedisFrontier:
         self._had_config = False                  # sk:{C}:config seen by a heartbeat
         self._vanished = False                    # ... and gone since: the crawl's state is lost
         self._last_answer = time.monotonic()      # when the membership task last heard from Redis
+        self._renew_sent = time.monotonic()       # when the last lease renewal that succeeded was sent
         self._watcher: asyncio.Task | None = None
         self._started = time.time()
         self.budget = budget
@@ -600,6 +601,17 @@ class RedisFrontier:
                 raise RedisError(f"crawl {self.keys.crawl_id!r} vanished from Redis mid-crawl (Redis restarted "
                                  "without persistence, or flushed): its URL-seen set and queues are lost; "
                                  "this worker stops, its directory keeps the pages it fetched")
+            if (self._task is not None and self.tokens
+                    and time.monotonic() - self._renew_sent > self.lease_ttl * 0.8):
+                # leases not renewed for most of their time to live (this process was paused, or
+                # Redis is away): another worker may hold our hosts by now. Hand out nothing until
+                # a renewal says which are still ours (politeness: one worker at a time per host).
+                local._wake.clear()
+                try:
+                    await asyncio.wait_for(local._wake.wait(), self.heartbeat)
+                except TimeoutError:
+                    pass
+                continue
             cand = local._pop_ready()
             if cand is not None:
                 if self.budget and not await self._retrying(self._reserve):
@@ -1091,7 +1103,9 @@ class RedisFrontier:
                 self.wanted.add(host)
 
     async def _renew(self) -> None:
+        sent = time.monotonic()
         if not self.tokens:
+            self._renew_sent = sent
             return
         ttl = int(self.lease_ttl * 1000)
         hosts = list(self.tokens)
@@ -1102,6 +1116,8 @@ class RedisFrontier:
             if not ok:
                 _debug(f"renewal failed on {h}")
                 self._lost(h)
+        self._renew_sent = sent   # the leases still ours hold until sent + ttl
+        self.local._wake.set()
 
     async def _scan(self) -> None:
         """Lease every host the ring gives us that has URLs in Redis; and, when every worker
