@@ -74,8 +74,11 @@ def run_distributed(directory: Path, redis_url: str, crawl_id: str, config: Craw
 
 async def _work(directory: Path, redis_url: str, crawl_id: str, config: CrawlConfig | None, box: list,
                 quiet: bool) -> None:
+    import redis.exceptions as rex
+
     from .api import build_crawler
     from .distributed.frontier import CrawlKeys, RedisFrontier, create_crawl, read_crawl_config
+    from .distributed.redis_url import explain_lost
     from .frontier.politeness import Politeness
 
     try:
@@ -84,30 +87,33 @@ async def _work(directory: Path, redis_url: str, crawl_id: str, config: CrawlCon
         raise UsageError(f"--crawl-id: {exc}") from None
     client = await _connect(redis_url)
     try:
-        hold = False
-        if config is not None:
-            await create_crawl(client, keys, config.to_dict())
-            raw_config = await read_crawl_config(client, keys)
-            if raw_config is None:   # deleted in between by hand
-                raise RedisError(f"crawl {crawl_id!r} vanished from Redis while it was being created")
-            _check_protocol(raw_config, crawl_id)
-            stored = config_from_dict(raw_config)
-            # the crawl's stored rules win; this command's seeds are added to it
-            config = stored.with_(seeds=tuple(dict.fromkeys(stored.seeds + config.seeds)))
-            hold = True
-        else:
-            deadline = time.monotonic() + 3600
-            said = False
-            while (raw := await read_crawl_config(client, keys)) is None:
-                if not said:
-                    click.echo(f"skitter: waiting for crawl {crawl_id!r} to be created (skitter crawl --redis)",
-                               err=True)
-                    said = True
-                if time.monotonic() > deadline:
-                    raise RedisError(f"no crawl {crawl_id!r} in Redis after an hour of waiting")
-                await asyncio.sleep(0.5)
-            _check_protocol(raw, crawl_id)
-            config = config_from_dict(raw)
+        try:   # Redis gone before the crawl began (a worker waiting for it): one line, as afterwards
+            hold = False
+            if config is not None:
+                await create_crawl(client, keys, config.to_dict())
+                raw_config = await read_crawl_config(client, keys)
+                if raw_config is None:   # deleted in between by hand
+                    raise RedisError(f"crawl {crawl_id!r} vanished from Redis while it was being created")
+                _check_protocol(raw_config, crawl_id)
+                stored = config_from_dict(raw_config)
+                # the crawl's stored rules win; this command's seeds are added to it
+                config = stored.with_(seeds=tuple(dict.fromkeys(stored.seeds + config.seeds)))
+                hold = True
+            else:
+                deadline = time.monotonic() + 3600
+                said = False
+                while (raw := await read_crawl_config(client, keys)) is None:
+                    if not said:
+                        click.echo(f"skitter: waiting for crawl {crawl_id!r} to be created (skitter crawl --redis)",
+                                   err=True)
+                        said = True
+                    if time.monotonic() > deadline:
+                        raise RedisError(f"no crawl {crawl_id!r} in Redis after an hour of waiting")
+                    await asyncio.sleep(0.5)
+                _check_protocol(raw, crawl_id)
+                config = config_from_dict(raw)
+        except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+            raise explain_lost(exc, redis_url) from exc
         policy = Politeness(delay=config.delay, per_host=config.per_host, adaptive=config.adaptive_delay,
                             max_crawl_delay=config.max_crawl_delay)
         made: list[RedisFrontier] = []

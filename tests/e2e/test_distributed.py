@@ -384,6 +384,27 @@ def test_unreachable_redis_is_one_line(tmp_path):
     assert res.stderr.count("\n") == 1 and "cannot connect to Redis at redis://127.0.0.1:1/0" in res.stderr
 
 
+def test_a_worker_waiting_for_its_crawl_says_in_one_line_that_redis_went_away(redis_servers, tmp_path):
+    """``worker`` on a crawl not created yet waits for it; Redis going away meanwhile is the
+    ordinary one line (exit 1), not an internal error."""
+    server = redis_servers()
+    proc = spawn("worker", "--redis", server.url, "--crawl-id", "later", "-o", str(tmp_path / "w"), "-q")
+    try:
+        ready, _, _ = select.select([proc.stderr], [], [], 30)
+        assert ready, "the worker never said it was waiting"
+        waiting = proc.stderr.readline()
+        assert waiting == "skitter: waiting for crawl 'later' to be created (skitter crawl --redis)\n"
+        server.kill()
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"skitter: error: lost the connection to Redis at {server.url}: "), err
+
+
 def test_redis_restarted_mid_crawl(redis_servers, local_urls, tmp_path):
     """Redis (with its append-only file) restarted mid-crawl: the workers wait for it (redis-py's
     own retries, then ours), say so ("Redis unreachable (...); waiting for it", then "Redis is
