@@ -32,7 +32,15 @@ def grow_pipe(fd: int) -> None:
 
 
 def main() -> None:
-    """A worker: answer calls from stdin on stdout until stdin ends."""
+    """A worker: answer calls from stdin on stdout until stdin ends (or the crawl process is gone:
+    killed, its end of the pipe closed mid-answer)."""
+    try:
+        _serve()
+    except BrokenPipeError:
+        os._exit(0)   # no traceback on the terminal after the crawl process was killed
+
+
+def _serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the crawl process's to handle
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # so is a SIGTERM to the process group (timeout,
     # kill -- -PGID, systemd): the crawl stops gracefully and ends its workers by closing stdin

@@ -126,6 +126,20 @@ def test_workers_end_when_the_parent_is_killed() -> None:
         parent.kill()
 
 
+def test_a_worker_whose_parent_is_gone_mid_answer_ends_quietly() -> None:
+    """The crawl process killed (kill -9) while a worker writes an answer: the worker's pipe is
+    broken; it ends with status 0 and no traceback on the terminal they shared."""
+    ans_r, ans_w = os.pipe()
+    os.close(ans_r)   # the crawl process is gone: nobody reads the answers (its READY message first)
+    try:
+        child = subprocess.run(   # started as ProcessPool starts its workers
+            [sys.executable, "-c", f"import sys; sys.path[:] = {sys.path!r}; from skitter.procpool_child import main; main()"],
+            stdin=subprocess.DEVNULL, stdout=ans_w, stderr=subprocess.PIPE, text=True, timeout=30)
+    finally:
+        os.close(ans_w)
+    assert (child.returncode, child.stderr) == (0, "")
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
