@@ -49,8 +49,11 @@ def merge(sources: list[Path], out: Path) -> dict[str, int]:
     if (out / DB_NAME).exists():
         raise CrawlDirError(f"{out} already holds a crawl: merge writes a new directory")
     out.mkdir(parents=True, exist_ok=True)
+    states = []
     for src in sources:   # migrate each (an older schema) and settle its WAL
-        CrawlDB(src).close()
+        src_db = CrawlDB(src)
+        states.append(src_db.get_meta("state"))
+        src_db.close()
     db = CrawlDB(out)
     conn = db.conn
     try:
@@ -112,7 +115,10 @@ def merge(sources: list[Path], out: Path) -> dict[str, int]:
                          [(n, rid) for n, (rid,) in enumerate(ordered, 1)])
         ended = conn.execute("SELECT max(fetched_at) FROM fetches").fetchone()[0]
         conn.execute("COMMIT")
-        db.set_meta("state", "finished")
+        # stopped if any directory is (a cluster stopped by --max-pages or by a lost Redis leaves
+        # every worker's directory stopped: the merge says so); a worker killed and not restarted
+        # leaves its directory "running" while the others finish the crawl: that one does not count
+        db.set_meta("state", "stopped" if "stopped" in states else "finished")
         if ended:
             db.set_meta("finished_at", ended)
         db.set_meta("merged_from", [str(s) for s in sources])

@@ -212,6 +212,7 @@ def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path
     merged = tmp_path / "merged"
     res = skitter("merge", *(str(tmp_path / f"w{i}") for i in range(3)), "-o", str(merged))
     assert res.returncode == 0, res.stderr
+    assert json.loads(skitter("stats", str(merged), "--json").stdout)["state"] == "finished"
     out = skitter("export", str(merged), "--format", "jsonl")
     records = [json.loads(line) for line in out.stdout.splitlines()]
     urls = [r["url"] for r in records]
@@ -239,6 +240,26 @@ def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path
     res = skitter("search", str(merged), "gardening", "--json")
     assert res.returncode == 0 and res.stdout.strip(), res.stderr
     check_politeness(entries)
+
+
+def test_a_merge_is_stopped_when_a_directory_it_merges_is(tmp_path):
+    """``merge`` says what its directories say: finished when they are, stopped when one of them
+    is (a crawl --max-pages or Ctrl-C ended: pages are missing, and a later run may go on)."""
+    with DemoServer(DemoConfig(hosts=2, pages=60, seed=5, crawl_delay=0)) as srv:
+        for name, more in (("whole", ()), ("part", ("--max-pages", "5"))):
+            res = skitter("crawl", *srv.web.seeds(), "-o", str(tmp_path / name), *COMMON, "--delay", "0", *more)
+            assert res.returncode == 0, res.stderr
+
+    def state(directory: Path) -> str:
+        return json.loads(skitter("stats", str(directory), "--json").stdout)["state"]
+
+    assert (state(tmp_path / "whole"), state(tmp_path / "part")) == ("finished", "stopped")
+    for sources, expected in ((["whole", "whole"], "finished"), (["whole", "part"], "stopped"),
+                              (["part", "whole"], "stopped")):
+        out = tmp_path / "-".join(["merged", *sources])
+        res = skitter("merge", *(str(tmp_path / s) for s in sources), "-o", str(out))
+        assert res.returncode == 0, res.stderr
+        assert state(out) == expected, sources
 
 
 @pytest.fixture
@@ -285,6 +306,10 @@ def test_max_pages_is_the_clusters_budget(tls_redis, tmp_path):
     assert stats["max_pages_used"] == total
     for i in range(3):
         assert json.loads(skitter("stats", str(tmp_path / f"w{i}"), "--json").stdout)["state"] == "stopped"
+    # merged, the crawl is stopped too (not finished: --max-pages ended it)
+    res = skitter("merge", *(str(tmp_path / f"w{i}") for i in range(3)), "-o", str(tmp_path / "merged"))
+    assert res.returncode == 0, res.stderr
+    assert json.loads(skitter("stats", str(tmp_path / "merged"), "--json").stdout)["state"] == "stopped"
     # the web UI on a worker's directory finds its cluster (recorded in the directory, without the
     # password: it says where to give it) and, given the password, shows it
     ui = Served(tmp_path / "w2")
