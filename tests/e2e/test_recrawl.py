@@ -277,3 +277,25 @@ def test_crawl_recrawl_goes_on_revisiting_until_ctrl_c(tmp_path: Path) -> None:
             proc.wait(timeout=30)
     assert proc.returncode == 130, err
     assert rows(out, "SELECT count(*) FROM pages")[0][0] > 100
+
+
+def test_a_fresh_recrawl_of_a_just_finished_crawl_starts_revisiting_at_once(tmp_path: Path) -> None:
+    """Pages a crawl stored join the collection with no due time; their first revisits are
+    spread over their interval (a random share of it each), so revisiting starts at once. At
+    --rate 1 over ~150 pages the interval is ~150 s: the first revisits used to come all together
+    an interval after the crawl, and an 8 s recrawl sent none."""
+    out = tmp_path / "crawl"
+    with DemoServer(CFG, changing=True, change_speed=SPEED) as srv:
+        subprocess.run([sys.executable, "-m", "skitter", "crawl", *srv.web.seeds(), "-o", str(out), "--delay", "0",
+                        "--adaptive-delay", "0", "--max-crawl-delay", "0", "--quiet"],
+                       check=True, timeout=180, capture_output=True)
+        pages = rows(out, "SELECT count(*) FROM pages")[0][0]
+        assert pages > 100
+        r = subprocess.run([sys.executable, "-m", "skitter", "recrawl", str(out), "--for", "8s", "--rate", "1",
+                            "--quiet"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+    revisits = rows(out, "SELECT count(*) FROM recrawl_visits WHERE kind != 'first'")[0][0]
+    assert revisits >= 2
+    # and they are spread: no two pages share a due time
+    dues = [d for (d,) in rows(out, "SELECT due FROM recrawl_pages WHERE in_collection = 1")]
+    assert len(set(dues)) >= 0.9 * len(dues)

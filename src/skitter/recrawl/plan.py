@@ -102,10 +102,13 @@ def _plan(conn: sqlite3.Connection, policy: str, budget: float, importance: str,
     # joined it all at once): the least important pages leave until it holds N
     out["evict"] = _evict(conn, imp_of, len(rows) - cap, {s[-2] for s in out["swaps"]}) if cap and len(rows) > cap else []
 
-    # 5. pages due far too late
+    # 5. pages due far too late (a page with no due time yet is not one: it has just joined the
+    # collection, and Recrawl.prepare gives it its first revisit at a random share of its interval;
+    # brought "earlier" here, every stored page fell due together one interval after its fetch, and
+    # a fresh `skitter recrawl` of a large crawl sent nothing for minutes)
     out["earlier"] = []
     if len(rows):
-        due = np.array([r[5] if r[5] is not None else np.inf for r in rows], dtype=float)
+        due = np.array([r[5] if r[5] is not None else np.nan for r in rows], dtype=float)   # nan > x: False
         interval = np.clip(1.0 / np.maximum(frequencies(alloc, rates, weights), 1e-300), MIN_INTERVAL, MAX_INTERVAL)
         wanted = np.maximum(last + interval, now)
         late = np.nonzero(due > wanted + np.maximum(0.5 * interval, 60.0))[0]
