@@ -716,10 +716,12 @@ def export_warc(
                 first = True
                 while left > 0:
                     buf = f.read(min(left, _COPY_CHUNK))  # type: ignore[attr-defined]
-                    if not buf:
-                        raise ValueError(f"{p}: {offset}+{length} is past the end of the file")
+                    if not buf:   # a WARC file cut short (a disk full, a copy interrupted)
+                        raise CrawlDirError(f"WARC file {p} is damaged: its record at {offset} ({length} bytes) "
+                                            "is past the end of the file")
                     if first and buf[:2] != b"\x1f\x8b":
-                        raise ValueError(f"{p}: no gzip member at offset {offset}")
+                        raise CrawlDirError(f"WARC file {p} is damaged: no gzip member at offset {offset}, where "
+                                            "crawl.db has a record")
                     first = False
                     w.write(buf)
                     left -= len(buf)
