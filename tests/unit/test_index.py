@@ -568,6 +568,10 @@ def test_did_you_mean(searcher):
     assert res.suggestion == 'title:"nebula" OR keel'
     assert searcher.search("telescope", limit=1).suggestion is None
     assert searcher.search("qqqqqqqqqqqqq", limit=1).suggestion is None
+    # a word the query excludes is not corrected (NOT telscope matches every page as it is)
+    assert searcher.search("NOT telscope", limit=1).suggestion is None
+    assert searcher.search("keel -nebual", limit=1).suggestion is None
+    assert searcher.search("nebual NOT telscope", limit=1).suggestion == "nebula NOT telscope"
 
 
 # ------------------------------------------------------------------------------ the live index

@@ -40,7 +40,7 @@ from ..index.indexer import MAIN, _get, norm_pagerank, open_index
 from ..store.db import DB_NAME, connect
 from ..store.text import page_text
 from . import compile as qc
-from .query import Term, parse, walk
+from .query import Not, Term, parse, walk
 from .snippets import highlight, snippet
 
 _TOO_COMPLEX = ("parser stack overflow",)
@@ -290,8 +290,10 @@ class Searcher:
         """{word with no hits: suggested word} for the query's words."""
         tree = tree if tree is not None else parse(query)
         out: dict[str, str] = {}
+        # a word the query excludes is not corrected: `NOT foo` matching every page is no typo of `NOT food`
+        negated = {id(t) for n in walk(tree) if isinstance(n, Not) for t in walk(n.child)}
         for node in walk(tree):
-            if not isinstance(node, Term):
+            if not isinstance(node, Term) or id(node) in negated:
                 continue
             for w in analyze.words(node.text):
                 if w in out or self._df(analyze.stem(w)) > 0:
