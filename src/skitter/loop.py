@@ -514,9 +514,12 @@ class Crawler:
         parts = [f"{f.queued:,} URLs queued, {f.in_flight} in flight"]
         held, shown = f.held_hosts(limit=3)
         if held:
-            hosts = ", ".join(f"{host} for {wait:.1f} s more" + (f" (Crawl-delay {cd:g} s)" if cd else "")
-                              for host, wait, cd in shown)
+            hosts = ", ".join((f"{host} for {wait:.1f} s more" if wait >= 0 else f"{host} ready {-wait:.1f} s ago")
+                              + (f" (Crawl-delay {cd:g} s)" if cd else "") for host, wait, cd in shown)
             parts.append(f"{held} hosts held by politeness or due times ({hosts}{', …' if held > len(shown) else ''})")
+        waiting_for = getattr(f, "waiting_for", None)   # what a frontier of its own waits on (Redis leases)
+        if waiting_for is not None and (why := waiting_for()):
+            parts.append(why)
         parts.append(f"{self.robots.pending} robots.txt fetches under way")
         if self.pool is not None:
             parts.append(f"{self.pool.busy} analysis calls in the analysis processes")

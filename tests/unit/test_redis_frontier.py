@@ -544,3 +544,34 @@ def test_a_worker_whose_lease_renewals_are_stale_hands_out_nothing_until_one(red
             await a.close()
 
     asyncio.run(go())
+
+
+def test_a_worker_with_stale_leases_still_sees_the_budget_spent(redis_server):
+    """While its leases are stale (no renewal for most of their time to live) a worker hands out
+    nothing, but it still sees the ends of the crawl: the cluster's --max-pages spent, it stops at
+    once instead of waiting for a renewal that may never come (a worker left alone after the
+    others ended once waited there for good). The watchdog's report says what it waits for."""
+    import time
+
+    async def go():
+        a = Worker(redis_server.url, "wa", "spent", heartbeat=0.05, member_ttl=5.0, lease_ttl=1.0, budget=1)
+        try:
+            await a.f.add([Candidate("http://x.test/1"), Candidate("http://x.test/2")])
+            assert a.f.local.held == {"x.test"}
+            a.f.start()
+            await asyncio.sleep(0.2)
+            await a.client.set(a.f.keys.budget, 1)     # another worker reserved the last page
+            await asyncio.sleep(0.3)                    # a's heartbeats read it
+            assert a.f.budget_used == 1
+            time.sleep(1.0)                             # a's event loop frozen past 0.8 of the lease time
+            frozen_until = time.monotonic()
+            assert "not renewed" in (a.f.waiting_for() or "")
+            assert await asyncio.wait_for(a.f.next_ready(), 5) is None
+            assert a.f._renew_sent < frozen_until, "it waited for a renewal"
+            assert a.f.budget_spent
+        finally:
+            a.f.stop()
+            await a.f.aclose()
+            await a.close()
+
+    asyncio.run(go())

@@ -601,18 +601,13 @@ class RedisFrontier:
                 raise RedisError(f"crawl {self.keys.crawl_id!r} vanished from Redis mid-crawl (Redis restarted "
                                  "without persistence, or flushed): its URL-seen set and queues are lost; "
                                  "this worker stops, its directory keeps the pages it fetched")
-            if (self._task is not None and self.tokens
-                    and time.monotonic() - self._renew_sent > self.lease_ttl * 0.8):
-                # leases not renewed for most of their time to live (this process was paused, or
-                # Redis is away): another worker may hold our hosts by now. Hand out nothing until
-                # a renewal says which are still ours (politeness: one worker at a time per host).
-                local._wake.clear()
-                try:
-                    await asyncio.wait_for(local._wake.wait(), self.heartbeat)
-                except TimeoutError:
-                    pass
-                continue
-            cand = local._pop_ready()
+            # leases not renewed for most of their time to live (this process was paused, or Redis
+            # is away): another worker may hold our hosts by now. Hand out nothing until a renewal
+            # says which are still ours (politeness: one worker at a time per host); the ends of
+            # the crawl below are still seen meanwhile, and the wait below is a heartbeat at most
+            stale = (self._task is not None and bool(self.tokens)
+                     and time.monotonic() - self._renew_sent > self.lease_ttl * 0.8)
+            cand = None if stale else local._pop_ready()
             if cand is not None:
                 if self.budget and not await self._retrying(self._reserve):
                     # the cluster's budget is spent: the URL stays queued (in Redis too)
@@ -629,7 +624,7 @@ class RedisFrontier:
                 return None   # the cluster's --max-pages are all fetched or in flight elsewhere
             local._wake.clear()
             timeout = None
-            if local._timers:
+            if local._timers and not stale:
                 timeout = max(0.0, local._timers[0][0] - self.clock.monotonic())
             if self._task is not None:   # the membership task wakes us when work or the end comes
                 timeout = self.heartbeat if timeout is None else min(timeout, self.heartbeat)
@@ -637,6 +632,14 @@ class RedisFrontier:
                 await asyncio.wait_for(local._wake.wait(), timeout)
             except TimeoutError:
                 pass
+        return None
+
+    def waiting_for(self) -> str | None:
+        """For the watchdog's report of a stall: leases this worker cannot hand URLs out under."""
+        age = time.monotonic() - self._renew_sent
+        if self._task is not None and self.tokens and age > self.lease_ttl * 0.8:
+            return (f"the leases of {len(self.tokens)} hosts not renewed for {age:.0f} s: no URL is handed out "
+                    "until Redis confirms which are still this worker's")
         return None
 
     async def done(self, candidate: Candidate, outcome: Outcome) -> None:
