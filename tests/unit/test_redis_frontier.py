@@ -553,6 +553,10 @@ def test_a_worker_with_stale_leases_still_sees_the_budget_spent(redis_server):
     others ended once waited there for good). The watchdog's report says what it waits for."""
     import time
 
+    def freeze(seconds: float) -> None:
+        """Block this worker's event loop (every task of it) for ``seconds``."""
+        time.sleep(seconds)
+
     async def go():
         a = Worker(redis_server.url, "wa", "spent", heartbeat=0.05, member_ttl=5.0, lease_ttl=1.0, budget=1)
         try:
@@ -563,7 +567,7 @@ def test_a_worker_with_stale_leases_still_sees_the_budget_spent(redis_server):
             await a.client.set(a.f.keys.budget, 1)     # another worker reserved the last page
             await asyncio.sleep(0.3)                    # a's heartbeats read it
             assert a.f.budget_used == 1
-            time.sleep(1.0)                             # a's event loop frozen past 0.8 of the lease time
+            freeze(1.0)                                 # a's event loop frozen past 0.8 of the lease time
             frozen_until = time.monotonic()
             assert "not renewed" in (a.f.waiting_for() or "")
             assert await asyncio.wait_for(a.f.next_ready(), 5) is None
