@@ -115,31 +115,40 @@ def recrawl_cmd(directory: Path, duration: str) -> list[str]:
             "--quiet"]
 
 
+def crawl_once(srv: DemoServer, out: Path) -> None:
+    """A plain `skitter crawl` of the served web into ``out`` (the discovery crawl a recrawl starts from)."""
+    subprocess.run([sys.executable, "-m", "skitter", "crawl", *srv.web.seeds(), "-o", str(out), "--delay", "0",
+                    "--adaptive-delay", "0", "--max-crawl-delay", "0", "--quiet"],
+                   check=True, timeout=180, capture_output=True)
+
+
+def kill_9_once(cmd: list[str], out: Path, sql: str, least: int, timeout: float) -> None:
+    """Run ``cmd`` and SIGKILL it once ``sql`` (a count over crawl.db) reaches ``least``."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            time.sleep(0.1)
+            try:
+                if rows(out, sql)[0][0] >= least:
+                    break
+            except sqlite3.OperationalError:   # its tables not created yet
+                continue
+        else:
+            pytest.fail(f"{sql} did not reach {least} within {timeout:.0f} s")
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
 def test_skitter_recrawl_resumes_after_kill_9(tmp_path: Path) -> None:
     out = tmp_path / "crawl"
     with DemoServer(CFG, changing=True, change_speed=SPEED) as srv:
-        subprocess.run([sys.executable, "-m", "skitter", "crawl", *srv.web.seeds(), "-o", str(out), "--delay", "0",
-                        "--adaptive-delay", "0", "--max-crawl-delay", "0", "--quiet"],
-                       check=True, timeout=180, capture_output=True)
+        crawl_once(srv, out)
         pages = rows(out, "SELECT count(*) FROM pages")[0][0]
         assert pages > 100
-        proc = subprocess.Popen(recrawl_cmd(out, "10m"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            deadline = time.time() + 120
-            while time.time() < deadline:
-                time.sleep(0.3)
-                try:
-                    n = rows(out, "SELECT count(*) FROM recrawl_visits WHERE kind != 'first'")[0][0]
-                except sqlite3.OperationalError:
-                    continue
-                if n >= 60:
-                    break
-            else:
-                pytest.fail("no revisits within 120 s")
-            os.kill(proc.pid, signal.SIGKILL)
-        finally:
-            proc.kill()
-            proc.wait(timeout=30)
+        kill_9_once(recrawl_cmd(out, "10m"), out, "SELECT count(*) FROM recrawl_visits WHERE kind != 'first'", 60, 120)
         before = rows(out, "SELECT count(*) FROM recrawl_visits WHERE kind != 'first'")[0][0]
         members = rows(out, "SELECT count(*) FROM recrawl_pages WHERE in_collection = 1")[0][0]
         assert members >= pages - 5
@@ -167,28 +176,12 @@ def test_skitter_recrawl_bounds_a_larger_crawl_from_its_first_pass(tmp_path: Pat
     out = tmp_path / "crawl"
     bound = 60
     with DemoServer(CFG, changing=True, change_speed=SPEED) as srv:
-        subprocess.run([sys.executable, "-m", "skitter", "crawl", *srv.web.seeds(), "-o", str(out), "--delay", "0",
-                        "--adaptive-delay", "0", "--max-crawl-delay", "0", "--quiet"],
-                       check=True, timeout=180, capture_output=True)
+        crawl_once(srv, out)
         stored = rows(out, "SELECT count(*) FROM pages")[0][0]
         assert stored > 2 * bound
         cmd = [*recrawl_cmd(out, "10m"), "--collection", str(bound)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            deadline = time.time() + 60
-            while time.time() < deadline:   # the first pass's log row commits with the trim
-                time.sleep(0.1)
-                try:
-                    if rows(out, "SELECT count(*) FROM recrawl_log")[0][0]:
-                        break
-                except sqlite3.OperationalError:
-                    continue
-            else:
-                pytest.fail("no planning pass within 60 s")
-            os.kill(proc.pid, signal.SIGKILL)
-        finally:
-            proc.kill()
-            proc.wait(timeout=30)
+        # killed once the first pass's log row is committed: it commits with the trim
+        kill_9_once(cmd, out, "SELECT count(*) FROM recrawl_log", 1, 60)
 
         def consistent() -> set[str]:
             members = {u for (u,) in rows(out, "SELECT url FROM recrawl_pages WHERE in_collection = 1")}
@@ -286,9 +279,7 @@ def test_a_fresh_recrawl_of_a_just_finished_crawl_starts_revisiting_at_once(tmp_
     an interval after the crawl, and an 8 s recrawl sent none."""
     out = tmp_path / "crawl"
     with DemoServer(CFG, changing=True, change_speed=SPEED) as srv:
-        subprocess.run([sys.executable, "-m", "skitter", "crawl", *srv.web.seeds(), "-o", str(out), "--delay", "0",
-                        "--adaptive-delay", "0", "--max-crawl-delay", "0", "--quiet"],
-                       check=True, timeout=180, capture_output=True)
+        crawl_once(srv, out)
         pages = rows(out, "SELECT count(*) FROM pages")[0][0]
         assert pages > 100
         r = subprocess.run([sys.executable, "-m", "skitter", "recrawl", str(out), "--for", "8s", "--rate", "1",
