@@ -51,7 +51,7 @@ def test_the_analysis_of_a_page_imports_no_numpy() -> None:
 
 def test_the_live_index_process_needs_no_url_parser_no_openssl_and_no_numpy() -> None:
     # skitter.index.step is all the index process imports; the analyzer id is computed on open
-    # nor email.utils (1.4 MB): the Last-Modified dates are IMF-fixdates, read by indexer._http_date
+    # nor email.utils (1.4 MB): the Last-Modified dates are IMF-fixdates, read by skitter.httpdate
     got = imported("import skitter.index.step\nfrom skitter.index.indexer import _analyzer_id, _iso\n_analyzer_id()\n"
                    "assert _iso('Sun, 06 Nov 1994 08:49:37 GMT') == '1994-11-06T08:49:37'",
                    ["ada_url", "skitter.urls", "_hashlib", "_ssl", "numpy", "asyncio", "selectolax", "email.utils"])

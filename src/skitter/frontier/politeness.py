@@ -77,10 +77,10 @@ def parse_retry_after(value: str | None, now_epoch: float) -> float | None:
     value = value.strip()
     if value.isascii() and value.isdigit():  # str.isdigit() alone also takes "²" and "١٢"
         return float(value)
-    from email.utils import parsedate_to_datetime
+    from ..httpdate import parse_http_date
 
     try:
-        when = parsedate_to_datetime(value)
+        when = parse_http_date(value)
     except (TypeError, ValueError, OverflowError):  # OverflowError: a year past C int
         return None
     if when is None:

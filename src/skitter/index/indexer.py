@@ -71,6 +71,7 @@ from pathlib import Path
 from collections.abc import Callable, Iterator
 
 from ..errors import CrawlDirError, UsageError
+from ..httpdate import parse_http_date
 from ..store.db import DB_NAME, connect
 from ..store.text import deflate, inflate, page_text
 from ..urlhash import fingerprint   # not skitter.urls: the index process needs no URL parser
@@ -187,25 +188,6 @@ def open_index(crawl_dir: Path | str, *, readonly: bool = True, cache_kb: int = 
     return conn
 
 
-_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
-                                       "Nov", "Dec"), 1)}
-
-
-def _http_date(value: str) -> datetime:
-    """An HTTP date (RFC 9110 5.6.7). IMF-fixdate, ``Sun, 06 Nov 1994 08:49:37 GMT``, the one
-    servers send, is read here; the obsolete forms by ``email.utils``, imported only then (1.4 MB
-    the index process does not load for the usual Last-Modified)."""
-    if len(value) == 29 and value[3:5] == ", " and value.endswith(" GMT") and value[0:3].isalpha():
-        month = _MONTHS.get(value[8:11])
-        if (month is not None and value[7] == value[11] == value[16] == " " and value[19] == value[22] == ":"
-                and value[12] != "0"):   # email.utils reads years below 100 as 19xx or 20xx
-            return datetime(int(value[12:16]), month, int(value[5:7]), int(value[17:19]), int(value[20:22]),
-                            int(value[23:25]), tzinfo=UTC)
-    from email.utils import parsedate_to_datetime   # noqa: PLC0415
-
-    return parsedate_to_datetime(value)
-
-
 def _iso(value: str | None) -> str | None:
     """'YYYY-MM-DDTHH:MM:SS' (UTC) from an ISO 8601 or an HTTP date, or None."""
     if not value:
@@ -214,7 +196,7 @@ def _iso(value: str | None) -> str | None:
         if value[:4].isdigit():
             dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
         else:
-            dt = _http_date(value)
+            dt = parse_http_date(value)
     except (ValueError, TypeError, IndexError):
         return None
     if dt.tzinfo is not None:

@@ -41,7 +41,6 @@ import asyncio
 import logging
 import math
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 from collections.abc import Awaitable, Callable
 
@@ -51,6 +50,7 @@ from ..analyse import Analysis
 from ..clock import Clock
 from ..config import CrawlConfig
 from ..frontier.base import Rescheduling
+from ..httpdate import parse_http_date
 from ..models import Candidate, FetchResult, Outcome
 from ..store.crawlstore import CrawlStore, iso
 from ..store.recrawlstore import RecrawlStore
@@ -134,7 +134,7 @@ def _http_time(value: str | None) -> float | None:
     if not value:
         return None
     try:
-        return parsedate_to_datetime(value).timestamp()
+        return parse_http_date(value).timestamp()
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
 
