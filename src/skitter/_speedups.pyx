@@ -36,15 +36,11 @@ from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
-# numpy is imported when first needed (gen_candidates): the index process, which uses only the
-# tokenizer, does not load it (about 15 MB of its memory)
-cdef object np = None
+from array import array as _array
 
-
-cdef _import_numpy():
-    global np
-    import numpy
-    np = numpy
+# no NumPy: the crawl process (the near-duplicate index) and the index process (the tokenizer) do
+# without it (about 15 MB of a process's memory); the index's arrays are array.array buffers
+cdef object _array_q = _array("q", [0])
 
 cdef extern from *:
     void __builtin_prefetch(const void *addr) nogil
@@ -986,7 +982,7 @@ def gen_candidates(list runs, const uint64_t[::1] keys, const int32_t[::1] sk_le
     documents (indexes into the generation) that the postings of ``keys`` in its ``runs``
     (``(keys, docs, starts or None, shift)`` each) name, with how many postings each has (its
     hits), kept if ``hits >= max(1, floor(need * min(sk_len[doc], min_sample)))``. Returns
-    ``(documents met, kept documents (int64), their hits (int64))``, the documents ascending."""
+    ``(documents met, kept documents, their hits)`` (``array('q')`` each), the documents ascending."""
     cdef Py_ssize_t m = keys.shape[0], i, j, n, total = 0, at = 0, found = 0, kept = 0
     cdef Py_ssize_t *ranges = NULL
     cdef const uint64_t[::1] run
@@ -1039,10 +1035,8 @@ def gen_candidates(list runs, const uint64_t[::1] keys, const int32_t[::1] sk_le
         qsort(docs, at, sizeof(uint32_t), _cmp_u32)
         for i in range(at):
             found += i == 0 or docs[i] != docs[i - 1]
-        if np is None:
-            _import_numpy()
-        a = np.empty(found, dtype=np.int64)
-        b = np.empty(found, dtype=np.int64)
+        a = _array_q * found
+        b = _array_q * found
         out_docs = a
         out_hits = b
         i = 0
@@ -1066,6 +1060,25 @@ def gen_candidates(list runs, const uint64_t[::1] keys, const int32_t[::1] sk_le
     finally:
         free(docs)
         free(ranges)
+
+
+def bucket_starts(const uint64_t[::1] keys, int shift, uint32_t[::1] starts):
+    """``skitter.neardup._Run.build_directory``: ``starts[b]``, the first position of the sorted
+    ``keys`` whose top ``64 - shift`` bits are at least ``b``, for every bucket ``b`` (and
+    ``len(keys)`` last), in one pass."""
+    cdef Py_ssize_t n = keys.shape[0], i, b = 0, nb = starts.shape[0] - 1
+    cdef Py_ssize_t kb
+    if shift < 1 or shift > 64 or nb != (<Py_ssize_t> 1 << (64 - shift)) or n > 0xFFFFFFFF:
+        raise ValueError("bucket_starts: a directory that does not match its shift")
+    with nogil:
+        for i in range(n):
+            kb = <Py_ssize_t> (keys[i] >> shift) if shift < 64 else 0   # (a shift by 64 is undefined in C)
+            while b <= kb:
+                starts[b] = <uint32_t> i
+                b += 1
+        while b <= nb:
+            starts[b] = <uint32_t> n
+            b += 1
 
 
 def merge_runs(const uint64_t[::1] k1, const uint32_t[::1] d1, const uint64_t[::1] k2,

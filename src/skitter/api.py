@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 
 from .clock import SYSTEM, Clock
 from .config import CrawlConfig
-from .dedup import DuplicateTests, NearDupIndex
+from .neardup import DuplicateTests, NearDupIndex
 from .frontier.base import Frontier
 from .frontier.politeness import Politeness
 from .linkfilter import LinkFilter
@@ -130,9 +130,9 @@ def _analyse_options(config: CrawlConfig, scorer: Scorer, duplicates: DuplicateT
     analysis process deflates the page text (``pack``), except with one process running the Python
     walk (skitter._speedups not built): that process is then the busier of the two, so the crawl
     process does it (docs/benchmarks.md)."""
-    from . import dedup
+    from . import neardup
 
-    pack = config.analysis_process_count() != 1 or dedup._speedups is not None
+    pack = config.analysis_process_count() != 1 or neardup._speedups is not None
     probe = 0 if duplicates.index is None else duplicates.index.probe
     return (product_token(config.user_agent), probe, scorer.reads_text, pack, scorer.reads_link_context,
             config.forms, config.recrawl)

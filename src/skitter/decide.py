@@ -10,7 +10,7 @@
   Location, a hop beyond ``max_redirects`` or a redirect to itself is recorded as the error.
 - **content**: a 2xx: the page is stored unless the content-seen test found its body before
   (``duplicate_of``); its links are followed unless it is a duplicate or near-duplicate whose
-  links its original already had (the :class:`~skitter.dedup.Verdict`: a copy at another URL
+  links its original already had (the :class:`~skitter.neardup.Verdict`: a copy at another URL
   may resolve its relative links elsewhere).
 - **final**: anything else (4xx, a 5xx out of retries, a failed fetch): stored as it is.
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .analyse import Analysis
-from .dedup import Verdict
+from .neardup import Verdict
 from .frontier.politeness import parse_retry_after
 from .models import Candidate, FetchResult
 from .urls import URLError, canonicalize, resolve

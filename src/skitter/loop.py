@@ -6,7 +6,7 @@ and only orchestrates them (docs/architecture.md numbers the same steps):
   3. fetch                    one HTTP hop; every failure is a value (skitter.fetch)
   4. analyse                  WARC records, content hash, parse, fingerprints (skitter.analyse,
                               in the analysis processes)
-  5. decide                   duplicate tests (skitter.dedup), then retry / redirect / content /
+  5. decide                   duplicate tests (skitter.neardup), then retry / redirect / content /
                               final (skitter.decide, pure)
   6. apply                    links through the filter and the scorer into frontier.add; the fetch
                               record, page and links into the store (skitter.store.crawlstore)
@@ -46,7 +46,7 @@ from .clock import Clock
 from .config import CrawlConfig
 from .crawllog import crawl_log
 from .decide import Decision, Rules, decide
-from .dedup import DuplicateTests
+from .neardup import DuplicateTests
 from .errors import BadSeedError, SkitterError
 from .frontier.base import Durable, Frontier, Reprioritizing
 from .index.live import LiveIndexer

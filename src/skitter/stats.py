@@ -161,7 +161,7 @@ def duration(seconds: float | None) -> str:
 
 def _mirrors(db: CrawlDB) -> list[tuple[str, str, float]]:
     """Hosts whose pages are mostly near-duplicates of another host's (seed 004's mirrors)."""
-    from .dedup import mirror_hosts
+    from .neardup import mirror_hosts
 
     pairs = db.conn.execute("SELECT url, near_duplicate_of FROM fetches WHERE near_duplicate_of IS NOT NULL").fetchall()
     if not pairs:

@@ -4,7 +4,7 @@
 built). The analysis worker needs only its answer, and NumPy was 10 MB of that process's memory
 (issue #18: the crawl's processes together against Scrapy's one), so the worker computes the same
 values here with the same compiled loops (``skitter._speedups``) over ``array`` buffers, and gives
-them to the crawl process as an ``array('Q')``, which :class:`~skitter.dedup.NearDupIndex` reads
+them to the crawl process as an ``array('Q')``, which :class:`~skitter.neardup.NearDupIndex` reads
 without a copy. Without the compiled module (``SKITTER_PURE_PYTHON=1``, or not built) it calls the
 reference, NumPy and all. ``tests/unit/test_speedups.py`` checks that both give the same values.
 """

@@ -17,7 +17,30 @@ def test_the_crawl_process_leaves_parsing_libraries_and_rich_to_others() -> None
     # fetching is curl's (aiohttp, the demo server's, is 26 MB of imports the crawl never uses)
     got = imported("import skitter.cli, skitter.api, skitter.fetch, skitter.loop, skitter.stats, skitter.strategies",
                    ["selectolax", "resiliparse", "rich", "numpy", "aiohttp", "pycurl"])
-    assert got == {"numpy", "pycurl"}
+    assert got == {"pycurl"}
+
+
+def test_a_whole_crawl_with_the_defaults_runs_without_numpy(tmp_path) -> None:
+    """NumPy is about 15 MB of a process: the crawl process's near-duplicate index is array
+    buffers and compiled loops (skitter.neardup), and nothing else on the default path loads it,
+    from the first seed to the summary (issue #18)."""
+    import sqlite3
+
+    from skitter.compiled import speedups
+    from skitter.demo.server import DemoServer
+    from skitter.demo.web import DemoConfig
+
+    with DemoServer(DemoConfig(hosts=2, pages=150, seed=3, crawl_delay=0)) as srv:
+        args = [*srv.web.seeds(), "-o", str(tmp_path / "c"), "--delay", "0", "--quiet"]
+        code = ("import sys\nfrom skitter.cli import cli\n"
+                f"try:\n    cli({['crawl', *args]!r})\nexcept SystemExit as e:\n    assert not e.code, e.code\n")
+        got = imported(code, ["numpy", "skitter.dedup"])
+    if speedups() is not None:      # (the Python fallbacks of the compiled loops are NumPy's)
+        assert got == set()
+    with sqlite3.connect(tmp_path / "c" / "crawl.db") as db:
+        pages = db.execute("SELECT count(*) FROM pages").fetchone()[0]
+        sketches = db.execute("SELECT count(*) FROM near_sketches").fetchone()[0]
+    assert pages > 100 and sketches > 100          # it crawled, and the near-duplicate test ran
 
 
 def test_a_worker_process_imports_no_event_loop() -> None:
@@ -46,7 +69,8 @@ def test_the_analysis_of_a_page_imports_no_numpy() -> None:
     # nor fastwarc: the worker encodes its WARC records itself (skitter.store.warc.encode_pair)
     got = imported(code, ["numpy", "skitter.dedup", "asyncio", "sqlite3", "fastwarc"])
     # without the compiled module the worker computes them with the NumPy reference
-    assert got == (set() if speedups() is not None else {"numpy", "skitter.dedup"})
+    if speedups() is not None:      # (the Python fallbacks of the compiled loops are NumPy's)
+        assert got == set()
 
 
 def test_the_live_index_process_needs_no_url_parser_no_openssl_and_no_numpy() -> None:

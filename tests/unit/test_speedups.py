@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 
-from skitter import boilerplate, dedup, parse
+from skitter import boilerplate, dedup, neardup, parse
 from skitter.demo.web import DemoConfig, DemoWeb
 
 PURE = bool(os.environ.get("SKITTER_PURE_PYTHON"))
@@ -231,14 +231,14 @@ TEXTS = st.one_of(
 
 
 def python_dedup():
-    """A context in which skitter.dedup runs its NumPy code."""
+    """A context in which skitter.dedup runs its NumPy code, and skitter.neardup its Python code."""
     class Pure:
         def __enter__(self):
-            self.saved = dedup._speedups
-            dedup._speedups = None
+            self.saved = dedup._speedups, neardup._speedups
+            dedup._speedups = neardup._speedups = None
 
         def __exit__(self, *exc):
-            dedup._speedups = self.saved
+            dedup._speedups, neardup._speedups = self.saved
 
     return Pure()
 
@@ -325,25 +325,28 @@ def test_compiled_selection_on_a_long_page() -> None:
 
 @needs_speedups
 @given(st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 40), min_size=1, max_size=400),
-       st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 40), max_size=60), st.integers(1, 7))
+       st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 40), max_size=60), st.integers(0, 7))
 @settings(max_examples=300, deadline=None)
-def test_compiled_run_lookup_equals_numpys(stored: list[int], wanted: list[int], bits: int) -> None:
-    keys = np.sort(np.array(stored, dtype=np.uint64))
-    runs = [dedup._Run(keys, np.arange(keys.size, dtype=np.uint32)) for _ in range(2)]
+def test_compiled_run_lookup_and_directory_equal_pythons(stored: list[int], wanted: list[int], bits: int) -> None:
+    keys = array("Q", sorted(stored))
+    runs = [neardup._Run(keys, array("I", range(len(keys)))) for _ in range(2)]
     runs[1].build_directory(bits)
-    probe = np.array(wanted + stored[::7], dtype=np.uint64)
+    with python_dedup():
+        reference = neardup._Run(keys, runs[1].docs)
+        reference.build_directory(bits)
+    assert runs[1].starts.tolist() == reference.starts.tolist()
+    probe = wanted + stored[::7]
     for run in runs:
-        pos, hs = run.lookup(probe)
-        ref_pos, ref_hs = run.lookup_np(probe)
-        assert pos.dtype == np.intp and hs.dtype == np.uint64
-        assert pos.tolist() == ref_pos.tolist() and hs.tolist() == ref_hs.tolist()
+        got = run.lookup(probe)
+        with python_dedup():
+            assert run.lookup(probe) == got
 
 
 @needs_speedups
 @pytest.mark.parametrize("max_df, directory_min", [(100, 1 << 40), (5000, 64)])
-def test_compiled_queries_equal_numpys(max_df: int, directory_min: int, monkeypatch) -> None:
-    """Whole queries: the compiled count and candidate steps against the NumPy ones, with
-    near-copies, hashes over max_df (which the NumPy path handles), two generations, directories,
+def test_compiled_queries_equal_pythons(max_df: int, directory_min: int, monkeypatch) -> None:
+    """Whole queries: the compiled count and candidate steps against the Python ones, with
+    near-copies, hashes over max_df (which the Python path handles), two generations, directories,
     low thresholds (many candidates) and the index's own."""
     rng = np.random.default_rng(5)
     common = rng.integers(0, 2**64 - 1, 40, dtype=np.uint64, endpoint=True)
@@ -355,8 +358,8 @@ def test_compiled_queries_equal_numpys(max_df: int, directory_min: int, monkeypa
         if i % 7 == 0:                                   # a tiny page: two of an earlier page's hashes
             own = docs[i // 2][:2] if i else own[:2]
         docs.append(np.concatenate((own, common[: i % 40])))
-    monkeypatch.setattr(dedup, "_DIRECTORY_MIN", directory_min)
-    index = dedup.NearDupIndex(max_df=max_df, window=350)
+    monkeypatch.setattr(neardup, "_DIRECTORY_MIN", directory_min)
+    index = neardup.NearDupIndex(max_df=max_df, window=350)
     matched = 0
     for i, fps in enumerate(docs):
         for args in ((), (0.2,), (0.9,), (0.01,)):
@@ -376,15 +379,14 @@ def test_compiled_queries_equal_numpys(max_df: int, directory_min: int, monkeypa
 @given(st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 30), max_size=300),
        st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 30), max_size=100))
 @settings(max_examples=300, deadline=None)
-def test_compiled_merge_equals_numpys(older: list[int], newer: list[int]) -> None:
-    k1 = np.sort(np.array(older, dtype=np.uint64))
-    k2 = np.sort(np.array(newer, dtype=np.uint64))
-    runs = (dedup._Run(k1, np.arange(k1.size, dtype=np.uint32)),
-            dedup._Run(k2, np.arange(k1.size, k1.size + k2.size, dtype=np.uint32)))
-    compiled = dedup._merge(*runs)
+def test_compiled_merge_equals_pythons(older: list[int], newer: list[int]) -> None:
+    k1, k2 = array("Q", sorted(older)), array("Q", sorted(newer))
+    runs = (neardup._Run(k1, array("I", range(len(k1)))),
+            neardup._Run(k2, array("I", range(len(k1), len(k1) + len(k2)))))
+    compiled = neardup._merge(*runs)
     with python_dedup():
-        python = dedup._merge(*runs)
-    assert compiled.keys.dtype == python.keys.dtype and compiled.docs.dtype == python.docs.dtype
+        python = neardup._merge(*runs)
+    assert compiled.keys.typecode == python.keys.typecode and compiled.docs.typecode == python.docs.typecode
     assert compiled.keys.tolist() == python.keys.tolist()
     assert compiled.docs.tolist() == python.docs.tolist()     # the older run first among equal keys
 
