@@ -158,7 +158,7 @@ def _progress(crawler, title: str):
         c = r.counters
         fresh = (r.last_plan or {}).get("freshness")
         t.add_row("[bold]revisiting[/bold]", f"{r.members} pages", f"{c.visits} revisits", f"{c.changes} changed",
-                  f"{c.not_modified} answered 304", f"{c.gone} gone",
+                  f"{c.not_modified} answered 304", f"{c.gone} gone, {c.back} back",
                   "freshness " + ("-" if fresh is None else f"{fresh:.2f}"), "")
     return t
 

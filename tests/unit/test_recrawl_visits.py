@@ -35,6 +35,7 @@ class Page:
     links: tuple[str, ...] = ()
     new_links: tuple[str, ...] = ()          # links from its first change on
     noise: bool = False                      # its body differs at every fetch (a comment), its text never
+    absent: tuple[float, float] = (0.0, 0.0)  # epoch seconds [from, to): it answers 404
 
     def version(self, t: float) -> int:
         return sum(1 for c in self.changes if c <= t)
@@ -61,7 +62,7 @@ class Scripted:
             status, body, out = 200, self.robots(now).encode(), [("Content-Type", "text/plain")]
         elif path == "/sitemap.xml" and self.sitemap(now) is not None:
             status, body, out = 200, str(self.sitemap(now)).encode(), [("Content-Type", "application/xml")]
-        elif page is None:
+        elif page is None or page.absent[0] <= now < page.absent[1]:
             status, body = 404, b"not found"
         else:
             v = page.version(now)
@@ -183,6 +184,38 @@ def test_a_url_robots_txt_newly_disallows_leaves_the_collection_and_the_index(tm
     assert not [t for p, t, _ in web.log if p == "/secret/plans.html" and t > when + 300 + 60]
     assert found(out, "marzipan") == set()
     assert rows(out, "SELECT in_collection FROM recrawl_pages WHERE url = ?", (SITE + "/open.html",)) == [(1,)]
+
+
+def test_a_gone_page_is_looked_at_again_at_doubling_intervals_and_rejoins_when_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page that 404s twice is gone (out of the collection and the index), but not for good: it
+    is asked for again after GONE_RECHECK, then at twice the wait each time it is still gone. One
+    removed for two hours (a site's maintenance) comes back into the collection and the index;
+    one removed for good is asked for at 1, 2, 4 times the wait."""
+    from skitter.recrawl import revisit
+
+    monkeypatch.setattr(revisit, "GONE_RECHECK", 1800.0)
+    start = EPOCH + 1200
+    pages = {"/": home("/maintained.html", "/removed.html"),
+             "/maintained.html": Page(words=lambda v: "quinces", absent=(start, start + 2 * 3600)),
+             "/removed.html": Page(words=lambda v: "medlars", absent=(start, math.inf))}
+    out = tmp_path / "crawl"
+    web = recrawl(out, pages, 8.0)
+    back = kinds(out, "/maintained.html")
+    assert back[0] == "first" and "gone" in back and back[back.index("gone"):].count("first") == 1   # gone, then back once
+    assert rows(out, "SELECT in_collection, state, missing FROM recrawl_pages WHERE url = ?",
+                (SITE + "/maintained.html",)) == [(1, "live", 0)]
+    assert found(out, "quinces") == {SITE + "/maintained.html"}
+    # the page removed for good: missing, gone, then rechecks 1800, 3600, 7200 s apart
+    gone_at = [at for (at,) in rows(out, "SELECT v.at FROM recrawl_visits v JOIN recrawl_pages p ON p.fp = v.fp"
+                                         " WHERE p.url = ? AND v.kind = 'gone' ORDER BY v.at", (SITE + "/removed.html",))]
+    gaps = [round(b - a) for a, b in zip(gone_at, gone_at[1:])]
+    assert len(gaps) >= 3 and gaps[:3] == pytest.approx([1800, 3600, 7200], abs=90), gaps
+    assert rows(out, "SELECT in_collection, state FROM recrawl_pages WHERE url = ?",
+                (SITE + "/removed.html",)) == [(0, "gone")]
+    after_gone = [t for p, t, _ in web.log if p == "/removed.html" and t > gone_at[0]]
+    assert len(after_gone) == len(gone_at) - 1          # nothing but the rechecks
+    assert found(out, "medlars") == set()
 
 
 def test_the_last_modified_estimator_is_used_where_the_header_is_trustworthy(tmp_path: Path) -> None:

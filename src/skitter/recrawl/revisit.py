@@ -16,7 +16,8 @@ The loop (skitter.loop) asks it, for every candidate:
   token) is *unchanged*: a visit record and the fetch record's time. A new main text is a *change*:
   the loop's apply step stores the new version (a new fetch order, so the search index re-indexes
   it; its links go to the frontier). A 404/410 (or a redirect) once is *missing*: the page stays
-  and is visited again soon; twice in a row it is *gone* and leaves the collection and the index.
+  and is visited again soon; twice in a row it is *gone* and leaves the collection and the index,
+  and is asked for again a day later, then at doubling waits up to 30 days: back, it rejoins.
   Any other failure keeps the page as it was. Then the page's running statistics
   (:mod:`skitter.recrawl.history`) give its change-rate estimate, the last allocation
   (:mod:`skitter.recrawl.schedule`) its revisit frequency, and the returned due time puts it
@@ -68,6 +69,8 @@ log = logging.getLogger(__name__)
 MIN_INTERVAL = 1.0            # seconds: no page is due again sooner
 MAX_INTERVAL = 30 * 86400.0   # seconds: every page of the collection is looked at at least this often
 CONFIRM_AFTER = 3600.0        # seconds at most before a missing page's confirming visit
+GONE_RECHECK = 86400.0        # seconds from a page's going to the first look at whether it is back;
+#                               doubling at each look that finds it still gone, up to MAX_INTERVAL
 UNREACHABLE_WAIT = 300.0      # seconds a revisit waits when its robots.txt is unreachable
 PASS_MIN, PASS_MAX = 5.0, 300.0   # seconds between planning passes (a quarter of a uniform cycle)
 PRIORS_EVERY = 6            # planning passes between two fits of the site priors (the costly part)
@@ -87,6 +90,12 @@ class Visit:
     headers: dict[str, str] | None = None  # the conditional request's
     outcome: Outcome | None = None        # no request: this instead
     kind: str | None = None               # set by unchanged(): "304" or "same"
+    recheck: bool = False                 # a gone page: is it back? (an unconditional first fetch)
+
+
+def _recheck_wait(times_gone: int) -> float:
+    """Seconds before a gone page is looked at again, after ``times_gone`` visits found it gone."""
+    return min(GONE_RECHECK * 2.0 ** min(times_gone - 1, 40), MAX_INTERVAL)
 
 
 class TokenBucket:
@@ -153,6 +162,7 @@ class Counters:
     same: int = 0
     noise: int = 0
     gone: int = 0
+    back: int = 0           # gone pages found again by a recheck
     added: int = 0
     discarded: int = 0
     errors: int = 0
@@ -249,11 +259,14 @@ class Recrawl:
                 return Visit(cand, outcome=Outcome(requested=False))
             self.reserved.add(fp)
             return Visit(cand)
-        if not page["in_collection"]:
+        recheck = not page["in_collection"]
+        if recheck and (page["state"] != "gone" or page["due"] is None or not self._room(fp)):
             self.tokens_due.pop(fp, None)
+            if page["state"] == "gone" and page["due"] is not None and self.config.collection:
+                self.db.park(cand, self.clock.time())   # back perhaps, but the collection is full
             return Visit(cand, page, outcome=Outcome(requested=False))   # gone, discarded, disallowed
-        if page["state"] == "admitted" or page["body_hash"] is None:   # admitted by refinement: a first fetch
-            return Visit(cand, page)
+        if not recheck and (page["state"] == "admitted" or page["body_hash"] is None):
+            return Visit(cand, page)   # admitted by refinement: a first fetch
         # the budget: a revisit whose token is not earned yet goes back to the frontier until it is
         # (waiting here would hold its host's slot, and the host's new URLs would wait behind it)
         now = self.clock.monotonic()
@@ -262,6 +275,9 @@ class Recrawl:
         if wait > EARLY:
             self.tokens_due[fp] = now + wait
             return Visit(cand, page, outcome=Outcome(requested=False, due=self.clock.time() + wait, revisit=True))
+        if recheck:   # a gone page's recheck takes a token too, and asks for the page as a first fetch does
+            self.reserved.add(fp)
+            return Visit(cand, page, recheck=True)
         headers = {}
         if page["etag"]:
             headers["If-None-Match"] = page["etag"]
@@ -331,6 +347,8 @@ class Recrawl:
             return now + self.config.robots_expiry
         if not visit.revisit:
             record = await self._bound_apply()(cand, result, analysis, decision, again=page is not None)
+            if visit.recheck:
+                return self._rechecked(visit, result, analysis, decision, record, now)
             if decision.kind != "content" or (page is None and analysis.content_hash is None):
                 if page is not None:   # admitted, but it is no page any more
                     self._leave(page, "gone", now)
@@ -343,6 +361,41 @@ class Recrawl:
             return None
         visit.page = current   # (and the planning pass's weight, importance and due since it began)
         return await self._revisit(visit, result, analysis, decision, now)
+
+    def _gone(self, page: dict[str, Any], now: float) -> float:
+        """The page is gone (out of the collection, the pages table and the index): it is looked at
+        again after ``GONE_RECHECK``, twice that after a recheck that finds it still gone, and so on
+        up to ``MAX_INTERVAL`` (``missing`` counts the visits that found it gone). A page removed
+        for a site's maintenance window comes back; one removed for good costs a request a month."""
+        self._leave(page, "gone", now)
+        page["missing"] = max(1, page.get("missing") or 0)
+        page["due"] = now + _recheck_wait(page["missing"])
+        return page["due"]
+
+    def _rechecked(self, visit: Visit, result: FetchResult, analysis: Analysis, decision: Any, record: dict,
+                   now: float) -> float | None:
+        """A gone page's recheck: back (a 2xx page), it joins the collection again as a first fetch
+        does; still gone (404, 410, a redirect), its next recheck is twice as far; any other
+        failure, the same wait again."""
+        page = self.db.page(fingerprint(visit.cand.url)) or visit.page
+        assert page is not None
+        if page["in_collection"] or page["state"] != "gone":
+            return None   # (refinement or a robots.txt decision took it over meanwhile)
+        if decision.kind == "content" and analysis.content_hash is not None:
+            self.counters.back += 1
+            self.members += 1
+            return self._first(visit.cand, page, result, analysis, record, now)
+        status = result.status
+        still_gone = status in (404, 410) or decision.kind == "redirect"
+        if still_gone:
+            page["missing"] = (page["missing"] or 1) + 1
+        page["visits"] += 1
+        due = now + _recheck_wait(page["missing"])
+        page["due"] = due
+        self.db.save_page(page)
+        self.db.add_visit(page["fp"], now, status=status, kind="gone" if still_gone else "error", changed=None,
+                          last_modified=None, location=_location(record))
+        return due
 
     def _first(self, cand: Candidate, page: dict[str, Any] | None, result: FetchResult, analysis: Analysis,
                record: dict, now: float) -> float:
@@ -424,12 +477,12 @@ class Recrawl:
         elif kind == "gone":
             record = await self._bound_apply()(cand, result, analysis, decision, again=True)
             c.gone += 1
-            self._leave(page, "gone", now)
+            due = self._gone(page, now)
             page["visits"] += 1
             self.db.save_page(page)
             self.db.add_visit(page["fp"], now, status=status, kind=kind, changed=None, last_modified=None,
                               location=_location(record))
-            return None
+            return due
         else:   # missing once, or another failure: the stored version stays
             loc = self.store.archive(analysis.warc)
             location = None if loc is None else (loc.filename, loc.offset, loc.length)
