@@ -103,8 +103,13 @@ def test_freshness_optimal_satisfies_the_lagrange_condition(problem):
         return
     r = rates[visited] / f[visited]
     gains = weights[visited] / rates[visited] * g(r)
-    mu = np.median(gains)
-    assert np.allclose(gains, mu, rtol=1e-6)
+    # a page whose g(r) = μx is within 1e-6 of 1 is in the drop floating point cannot resolve
+    # (policy._multiplier): when the budget falls there, that page takes the cut and its gain is
+    # only about μ (hypothesis found rates 0.0117 and 1e-9 sharing a budget of 5.1e-4)
+    exact = (1 - g(r)) >= 1e-6
+    mu = np.median(gains[exact] if exact.any() else gains)
+    assert np.allclose(gains[exact], mu, rtol=1e-6)
+    assert np.allclose(gains, mu, rtol=1e-3)
     left_out = ~visited & (rates > 0)
     assert (weights[left_out] / rates[left_out] <= mu * (1 + 1e-6)).all()
 
