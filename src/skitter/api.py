@@ -69,7 +69,8 @@ def build_crawler(directory: Path | str, config: CrawlConfig, *,
 
             front = LocalFrontier(store.db, Politeness(delay=config.delay, per_host=config.per_host,
                                                           adaptive=config.adaptive_delay,
-                                                          max_crawl_delay=config.max_crawl_delay), clock=clock)
+                                                          max_crawl_delay=config.max_crawl_delay,
+                                                          max_adaptive=config.max_adaptive_delay), clock=clock)
         elif callable(frontier) and not hasattr(frontier, "next_ready"):
             front = frontier(store)
         else:   # an object with next_ready: a frontier (mypy does not narrow the union on hasattr)

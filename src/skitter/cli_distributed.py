@@ -115,7 +115,7 @@ async def _work(directory: Path, redis_url: str, crawl_id: str, config: CrawlCon
         except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
             raise explain_lost(exc, redis_url) from exc
         policy = Politeness(delay=config.delay, per_host=config.per_host, adaptive=config.adaptive_delay,
-                            max_crawl_delay=config.max_crawl_delay)
+                            max_crawl_delay=config.max_crawl_delay, max_adaptive=config.max_adaptive_delay)
         made: list[RedisFrontier] = []
 
         def make(store):

@@ -75,6 +75,8 @@ class CrawlConfig:
     adaptive_delay: float = setting(10.0, "wait at least this multiple of the host's last response time "
         "between requests (seed 002 suggests 10; 0 turns it off)", at_least=0)
     max_crawl_delay: float = setting(60.0, "cap on a robots.txt Crawl-delay, in seconds", at_least=0)
+    max_adaptive_delay: float = setting(60.0, "cap on the adaptive delay, in seconds (a host that answers in a "
+        "minute is visited about once a minute, not every ten)", at_least=0)
     user_agent: str = setting(DEFAULT_USER_AGENT, "User-Agent header and the robots.txt product token")
     allow_private: bool = setting(False, "allow private, loopback and link-local addresses even when no seed is in "
         "that class")

@@ -49,6 +49,19 @@ def test_gap_adaptive_multiple_of_the_last_response_time():
     assert c.gap() == pytest.approx(8.0)
 
 
+def test_the_adaptive_delay_is_capped():
+    """A host that answers in 59 s waits the cap (60 s by default), not ten minutes; the cap does
+    not shorten a longer Crawl-delay or the plain delay."""
+    c = clock(delay=1.0, adaptive=10.0)
+    c.last_elapsed = 59.0
+    assert c.gap() == 60.0
+    c = clock(delay=1.0, adaptive=10.0, max_adaptive=30.0, max_crawl_delay=120.0)
+    c.last_elapsed = 59.0
+    assert c.gap() == 30.0
+    c.crawl_delay = 90.0
+    assert c.gap() == 90.0
+
+
 def test_adaptive_zero_turns_it_off():
     c = clock(delay=1.0, adaptive=0.0)
     c.last_elapsed = 30.0
@@ -57,12 +70,12 @@ def test_adaptive_zero_turns_it_off():
 
 @settings(max_examples=200, derandomize=True)
 @given(delay=st.floats(0, 100), crawl=st.floats(0, 1e6), cap=st.floats(0, 1000), adaptive=st.floats(0, 50),
-       elapsed=st.floats(0, 100))
-def test_gap_formula(delay, crawl, cap, adaptive, elapsed):
-    c = clock(delay=delay, adaptive=adaptive, max_crawl_delay=cap)
+       elapsed=st.floats(0, 100), adaptive_cap=st.floats(0, 1000))
+def test_gap_formula(delay, crawl, cap, adaptive, elapsed, adaptive_cap):
+    c = clock(delay=delay, adaptive=adaptive, max_crawl_delay=cap, max_adaptive=adaptive_cap)
     c.crawl_delay = crawl
     c.last_elapsed = elapsed
-    assert c.gap() == max(delay, min(crawl, cap), adaptive * elapsed)
+    assert c.gap() == max(delay, min(crawl, cap), min(adaptive * elapsed, adaptive_cap))
 
 
 # -- the clock through a request ---------------------------------------------------------------

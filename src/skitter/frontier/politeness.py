@@ -4,8 +4,10 @@ The rules (DESIGN.md, seed 002):
 - at most ``per_host`` requests to one host at once;
 - request *starts* at least ``gap`` apart, and at least ``gap`` from the end of the previous
   response to the next start, where
-      gap = max(delay, robots Crawl-delay (capped), adaptive × last response time)
-  (seed 002: "for example 10 times the time it took to download the last page");
+      gap = max(delay, robots Crawl-delay (capped), adaptive × last response time (capped))
+  (seed 002: "for example 10 times the time it took to download the last page"; capped at
+  ``max_adaptive`` as Scrapy's AutoThrottle (60 s) and Heritrix (30 s) cap theirs: a host that
+  answers in a minute is not left for ten);
 - a 429/503 with Retry-After (or a retry's backoff) pushes the host's next time further.
 """
 
@@ -21,6 +23,7 @@ class Politeness:
     per_host: int = 1
     adaptive: float = 10.0
     max_crawl_delay: float = 60.0
+    max_adaptive: float = 60.0
     max_retry_after: float = 600.0
 
 
@@ -40,7 +43,7 @@ class HostClock:
 
     def gap(self) -> float:
         p = self.policy
-        return max(p.delay, min(self.crawl_delay, p.max_crawl_delay), p.adaptive * self.last_elapsed)
+        return max(p.delay, min(self.crawl_delay, p.max_crawl_delay), min(p.adaptive * self.last_elapsed, p.max_adaptive))
 
     def can_start(self, now: float) -> bool:
         return self.active < self.policy.per_host and now >= self.next_time
