@@ -72,6 +72,17 @@ def test_eval_fresh_scores_the_recrawl_and_the_simulated_policies(recrawled, tmp
     assert f"{(ev['end'] - ev['synced'] - 1800) / 60:.1f} min scored" in table.stdout   # --warmup 30m
     assert ev["start"] == ev["synced"]
     assert "not in the change log (never changed)" in table.stdout
+    # the scored window's share of the recrawl's time, and a note when it is small
+    assert ev["began"] < ev["synced"] and ev["scored_share"] == pytest.approx(
+        (ev["end"] - ev["start"]) / (ev["end"] - ev["began"]))
+    warm = (ev["end"] - ev["synced"] - 1800) / (ev["end"] - ev["began"])
+    assert ("note: the scored window is" in table.stdout) == (warm < 0.25)
+    from skitter.eval.fresh import FreshEval, report
+
+    small = FreshEval(**{k: ev[k] for k in ("policy", "importance", "pages", "unlisted", "late", "start", "end",
+                                             "synced", "scores")}, began=ev["start"] - 9 * (ev["end"] - ev["start"]))
+    assert "note: the scored window is 10% of the recrawl's time" in report("crawl", small)
+    assert "note:" not in report("crawl", FreshEval(**{**small.__dict__, "began": ev["start"]}))
 
 
 def test_eval_fresh_scores_a_crawl_then_a_separate_recrawl(tmp_path: Path) -> None:

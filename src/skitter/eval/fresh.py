@@ -40,6 +40,9 @@ from ..urls import URLError, canonicalize
 #: The share of the collection whose first fetch ends the discovery crawl.
 DISCOVERED = 0.95
 
+#: A scored window below this share of the recrawl's time gets a note in the report.
+SMALL_WINDOW = 0.25
+
 #: The rows of the table, in order: the recrawl's own, then the simulations with true rates.
 ROWS = ("recrawl", "uniform (true rates)", "proportional (true rates)", "optimal (true rates)",
         "age-optimal (true rates)")
@@ -64,6 +67,13 @@ class FreshEval:
     end: float
     synced: float                   # the end of the discovery crawl
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    began: float | None = None      # the recrawl's first fetch
+
+    def scored_share(self) -> float | None:
+        """The scored window's share of the recrawl's time (None if unknown)."""
+        if self.began is None or not self.end > self.began:
+            return None
+        return (self.end - self.start) / (self.end - self.began)
 
     def gain_share(self, key: str = "freshness") -> float | None:
         """The recrawl's gain over uniform as a share of the true-rate optimum's (None if the
@@ -76,6 +86,7 @@ class FreshEval:
     def to_dict(self) -> dict[str, Any]:
         return {"policy": self.policy, "importance": self.importance, "pages": self.pages,
                 "unlisted": self.unlisted, "late": self.late, "start": self.start, "end": self.end, "synced": self.synced,
+                "began": self.began, "scored_share": self.scored_share(),
                 "scores": {k: {m: round(v, 6) if isinstance(v, float) else v for m, v in s.items()}
                            for k, s in self.scores.items()},
                 "gain_share": self.gain_share(), "weighted_gain_share": self.gain_share("weighted_freshness")}
@@ -177,7 +188,7 @@ def evaluate_fresh(directory: Path | str, log: ChangeLog, *, warmup: float = 0.0
     scores = score_recrawl(visits, changes, rates, start, end, synced=synced, weights=weights)
     return FreshEval(policy=str(config.get("policy", "?")), importance=str(config.get("importance", "?")),
                      pages=len(urls), unlisted=len(urls) - len(named), late=found - len(urls), start=start, end=end,
-                     synced=synced, scores=scores)
+                     synced=synced, scores=scores, began=firsts[0])
 
 
 def _label(ev: FreshEval, row: str) -> str:
@@ -198,6 +209,11 @@ def report(name: str, ev: FreshEval) -> str:
         s = ev.scores[row]
         lines.append(f"| {_label(ev, row)} | {s['fetches']:,} | {s['freshness']:.3f} | {s['weighted_freshness']:.3f} |"
                      f" {s['age'] / 60:.1f} | {s['weighted_age'] / 60:.1f} | {s['freshness'] - u:+.3f} |")
+    part = ev.scored_share()
+    if part is not None and part < SMALL_WINDOW:
+        lines += ["", f"note: the scored window is {part:.0%} of the recrawl's time (the discovery crawl"
+                      f"{' and --warmup' if ev.start > ev.synced else ''} took the rest): the figures rest on few"
+                      " revisits of each page; a longer recrawl (--for) scores more"]
     share, wshare = ev.gain_share(), ev.gain_share("weighted_freshness")
     if share is not None:
         lines += ["", f"the recrawl earned {share:+.2f} of the true-rate optimum's gain over uniform"
