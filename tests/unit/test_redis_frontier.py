@@ -119,8 +119,16 @@ def test_a_lease_that_lapsed_while_no_one_took_the_host_is_still_its_holders(red
             await a.f._renew()
             assert host in a.f.local.held and (await a.client.get(lease)).decode() == token
             assert 200 < await a.client.pttl(lease) <= 300         # held again for a lease's time
-            # but once another worker has acquired the host, the lapsed lease is not taken back
+            # lapsed again, it is released all the same: left 'free' (a patient acquirer takes a free
+            # lease, not a lapsed one), the host's politeness state saved for its next holder
             await asyncio.sleep(0.45)
+            from skitter.distributed.frontier import _RELEASE
+
+            pol = a.f.keys.host(host, "pol")
+            assert await a.f._scripts(_RELEASE, [(host, [lease, pol, a.f.keys.host(host, "tok")],
+                                                  [token, "123.0 0.0 0.0"])]) == [1]
+            assert await a.client.get(lease) == b"free" and await a.client.get(pol) == b"123.0 0.0 0.0"
+            # and once another worker has acquired the host, the lease is not taken back
             c = Worker(redis_server.url, "wc", "t2", lease_ttl=5.0)
             try:
                 await c.f._acquire([host])

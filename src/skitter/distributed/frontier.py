@@ -164,9 +164,11 @@ return 1
 """)
 
 _RELEASE = _Script.of("""
--- KEYS: lease, pol; ARGV: WORKER:TOKEN, politeness time. The lease is left 'free' (not deleted:
--- a lease that lapsed is told from one given up, see _ACQUIRE).
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+-- KEYS: lease, pol, tok; ARGV: WORKER:TOKEN, politeness time. The lease is left 'free' (not
+-- deleted: a lease that lapsed is told from one given up, see _ACQUIRE); a lapsed one still ours
+-- is released too.
+""" + _OURS.replace("KEYS[TOK]", "KEYS[3]") + """
+if not ours then return 0 end
 redis.call('SET', KEYS[1], 'free', 'EX', 86400)
 redis.call('SET', KEYS[2], ARGV[2], 'EX', 86400)
 return 1
@@ -972,7 +974,7 @@ class RedisFrontier:
                 and not any(b[0] == k for b in self._buf)]
         if not done:
             return
-        calls = [(k, [self.keys.host(k, "lease"), self.keys.host(k, "pol")],
+        calls = [(k, [self.keys.host(k, "lease"), self.keys.host(k, "pol"), self.keys.host(k, "tok")],
                   [self.tokens.get(k, ""), self._pol(k)]) for k in done]
         await self._scripts(_RELEASE, calls)
         _debug(f"released {done}")
@@ -1060,12 +1062,13 @@ class RedisFrontier:
     async def _tick(self) -> None:
         now = time.time()
         cutoff = now - self.member_ttl
-        if self._last_beat and now - self._last_beat > self.member_ttl:
-            # this worker's own heartbeats did not reach Redis for longer than a member's time (a
-            # Redis outage, or this process stalled): the others' likely did not either. Until they
-            # have had a member's time to beat again, a worker alive before the gap counts as
-            # alive: taking its hosts now would fence the URLs it fetched meanwhile, and they
-            # would be fetched again (its lapsed leases it takes back: _RENEW)
+        if self._last_beat and now - self._last_beat > max(self.member_ttl, self.lease_ttl):
+            # this worker's own heartbeats did not reach Redis for longer than a lease's time (a
+            # Redis outage, or this process stalled): the others' likely did not either, and their
+            # leases lapsed. Until they have had a member's time to beat again, a worker alive
+            # before the gap counts as alive, and no lapsed lease is acquired: taking its hosts now
+            # would fence the URLs it fetched meanwhile, and they would be fetched again (its
+            # lapsed leases it takes back: _RENEW)
             self._grace = (self._last_beat - self.member_ttl, now + self.member_ttl)
         if self._grace is not None:
             if now < self._grace[1]:
@@ -1231,7 +1234,7 @@ class RedisFrontier:
             local = self.local
             free = [k for k in self.tokens if not local.hosts[k].clock.active]
             await self._scripts(_RELEASE, [
-                (k, [self.keys.host(k, "lease"), self.keys.host(k, "pol")],
+                (k, [self.keys.host(k, "lease"), self.keys.host(k, "pol"), self.keys.host(k, "tok")],
                  [self.tokens[k], self._pol(k)]) for k in free])
             figures = self._figures(time.time())
             figures["hosts"] = 0

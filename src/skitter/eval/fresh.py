@@ -211,9 +211,9 @@ def report(name: str, ev: FreshEval) -> str:
                      f" {s['age'] / 60:.1f} | {s['weighted_age'] / 60:.1f} | {s['freshness'] - u:+.3f} |")
     part = ev.scored_share()
     if part is not None and part < SMALL_WINDOW:
-        lines += ["", f"note: the scored window is {part:.0%} of the recrawl's time (the discovery crawl"
-                      f"{' and --warmup' if ev.start > ev.synced else ''} took the rest): the figures rest on few"
-                      " revisits of each page; a longer recrawl (--for) scores more"]
+        lines += ["", f"note: the scored window is {part:.0%} of the recrawl's time (the rest: the discovery"
+                      " crawl, --warmup, or time outside the change log): the figures rest on few revisits of"
+                      " each page; a longer recrawl (--for) scores more"]
     share, wshare = ev.gain_share(), ev.gain_share("weighted_freshness")
     if share is not None:
         lines += ["", f"the recrawl earned {share:+.2f} of the true-rate optimum's gain over uniform"

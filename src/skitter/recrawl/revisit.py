@@ -260,11 +260,17 @@ class Recrawl:
             self.reserved.add(fp)
             return Visit(cand)
         recheck = not page["in_collection"]
-        if recheck and (page["state"] != "gone" or page["due"] is None or not self._room(fp)):
+        if recheck and (page["state"] != "gone" or page["due"] is None):
             self.tokens_due.pop(fp, None)
-            if page["state"] == "gone" and page["due"] is not None and self.config.collection:
-                self.db.park(cand, self.clock.time())   # back perhaps, but the collection is full
-            return Visit(cand, page, outcome=Outcome(requested=False))   # gone, discarded, disallowed
+            return Visit(cand, page, outcome=Outcome(requested=False))   # discarded, disallowed
+        if recheck and not self._room(fp):
+            # a gone page's recheck while the bounded collection is full: put off to the next
+            # recheck time (it would have no room if it were back; parked outside, a refinement swap
+            # could admit it unverified in place of a live page)
+            self.tokens_due.pop(fp, None)
+            page["due"] = self.clock.time() + _recheck_wait(page["missing"] or 1)
+            self.db.save_page(page)
+            return Visit(cand, page, outcome=Outcome(requested=False, due=page["due"], revisit=True))
         if not recheck and (page["state"] == "admitted" or page["body_hash"] is None):
             return Visit(cand, page)   # admitted by refinement: a first fetch
         # the budget: a revisit whose token is not earned yet goes back to the frontier until it is
@@ -314,9 +320,20 @@ class Recrawl:
         collection (its fetch record says why). None for a first fetch (the loop records it)."""
         self.reserved.discard(fingerprint(visit.cand.url))
         page = visit.page
+        now = self.clock.time()
+        if page is not None and visit.recheck:
+            if "unreachable" in error:
+                return Outcome(requested=False, due=now + UNREACHABLE_WAIT, revisit=True)
+            self.store.record_fetch(visit.cand, {"url": visit.cand.url, "final_url": None, "status": None,
+                                                 "error": error, "fetched_at": None, "depth": visit.cand.depth,
+                                                 "parent": visit.cand.parent}, counted=False, again=True)
+            page.update(state="disallowed", due=None)   # (out of the collection already)
+            self.db.save_page(page)
+            self.db.add_visit(page["fp"], now, status=None, kind="disallowed", changed=None, last_modified=None,
+                              location=None)
+            return Outcome(requested=False)
         if page is None or not visit.revisit:
             return None
-        now = self.clock.time()
         if "unreachable" in error:
             return Outcome(requested=False, due=now + UNREACHABLE_WAIT, revisit=True)
         self.store.record_fetch(visit.cand, {"url": visit.cand.url, "final_url": None, "status": None,
@@ -375,8 +392,8 @@ class Recrawl:
     def _rechecked(self, visit: Visit, result: FetchResult, analysis: Analysis, decision: Any, record: dict,
                    now: float) -> float | None:
         """A gone page's recheck: back (a 2xx page), it joins the collection again as a first fetch
-        does; still gone (404, 410, a redirect), its next recheck is twice as far; any other
-        failure, the same wait again."""
+        does; still gone (404, 410, a redirect) or any other failure (a 5xx, a dead domain), its
+        next recheck is twice as far."""
         page = self.db.page(fingerprint(visit.cand.url)) or visit.page
         assert page is not None
         if page["in_collection"] or page["state"] != "gone":
@@ -387,8 +404,7 @@ class Recrawl:
             return self._first(visit.cand, page, result, analysis, record, now)
         status = result.status
         still_gone = status in (404, 410) or decision.kind == "redirect"
-        if still_gone:
-            page["missing"] = (page["missing"] or 1) + 1
+        page["missing"] = (page["missing"] or 1) + 1
         page["visits"] += 1
         due = now + _recheck_wait(page["missing"])
         page["due"] = due
@@ -696,10 +712,14 @@ class Recrawl:
             self.store.reorder(in_url)
             self._leave(page, "discarded", now)
             self.counters.discarded += 1
-        for _fp, url, due in result["earlier"]:
+        # (a page that left the collection since the pass read it keeps its own due time: a gone
+        # page's is its recheck)
+        inside = self.db.in_collection(fp for fp, _, _ in result["earlier"])
+        earlier = [(fp, url, due) for fp, url, due in result["earlier"] if fp in inside]
+        for _fp, url, due in earlier:
             admitted.append((Candidate(url=url, depth=0, priority=1.0), due))
-        if result["earlier"]:
-            self.db.update_pages("due", [(due, fp) for fp, _, due in result["earlier"]])
+        if earlier:
+            self.db.update_pages("due", [(due, fp) for fp, _, due in earlier])
         if admitted:
             if isinstance(self.frontier, Rescheduling):
                 await self.frontier.reschedule(admitted)

@@ -69,6 +69,17 @@ class RecrawlStore:
         self.db.ensure_tx()
         self.conn.executemany(f"UPDATE recrawl_pages SET {column} = ? WHERE fp = ?", values)
 
+    def in_collection(self, fps: Iterable[int]) -> set[int]:
+        """Those of ``fps`` whose pages are in the collection."""
+        fps = list(fps)
+        out: set[int] = set()
+        for i in range(0, len(fps), 500):
+            chunk = fps[i:i + 500]
+            out.update(fp for (fp,) in self.conn.execute(
+                f"SELECT fp FROM recrawl_pages WHERE in_collection = 1 AND fp IN ({', '.join('?' * len(chunk))})",
+                chunk))
+        return out
+
     def collection_size(self) -> int:
         return self.conn.execute("SELECT count(*) FROM recrawl_pages WHERE in_collection = 1").fetchone()[0]
 
