@@ -97,6 +97,52 @@ def test_hand_off_fencing_and_termination(redis_server):
     asyncio.run(go())
 
 
+def test_a_lease_that_lapsed_while_no_one_took_the_host_is_still_its_holders(redis_server):
+    """A Redis outage longer than the lease's time lets the leases expire with no renewal; when
+    Redis is back the URLs done meanwhile are written, not fenced (and so not fetched again by the
+    host's next holder), and the renewal takes the lease back, as long as the host's fencing
+    counter is still at the holder's token: no one acquired the host since."""
+    async def go():
+        a = Worker(redis_server.url, "wa", "t2", heartbeat=0.05, member_ttl=5.0, lease_ttl=0.3)
+        try:
+            await a.f._tick()
+            host, = owned_by(Ring(["wa"]), "wa")
+            await a.f.add([Candidate(f"http://{host}/1"), Candidate(f"http://{host}/2")])
+            got = await asyncio.wait_for(a.f.next_ready(), 5)
+            lease = a.f.keys.host(host, "lease")
+            token = a.f.tokens[host]
+            await asyncio.sleep(0.45)                              # the outage: no renewal
+            assert await a.client.get(lease) is None               # the lease lapsed
+            await a.f.done(got, Outcome(response_time=0.0))
+            assert a.f.fenced == 0 and host in a.f.local.held      # written under the lapsed lease
+            assert await a.client.hlen(a.f.keys.host(host, "q")) == 1
+            await a.f._renew()
+            assert host in a.f.local.held and (await a.client.get(lease)).decode() == token
+            assert 200 < await a.client.pttl(lease) <= 300         # held again for a lease's time
+            # lapsed again, it is released all the same: left 'free' (a patient acquirer takes a free
+            # lease, not a lapsed one), the host's politeness state saved for its next holder
+            await asyncio.sleep(0.45)
+            from skitter.distributed.frontier import _RELEASE
+
+            pol = a.f.keys.host(host, "pol")
+            assert await a.f._scripts(_RELEASE, [(host, [lease, pol, a.f.keys.host(host, "tok")],
+                                                  [token, "123.0 0.0 0.0"])]) == [1]
+            assert await a.client.get(lease) == b"free" and await a.client.get(pol) == b"123.0 0.0 0.0"
+            # and once another worker has acquired the host, the lease is not taken back
+            c = Worker(redis_server.url, "wc", "t2", lease_ttl=5.0)
+            try:
+                await c.f._acquire([host])
+                assert host in c.f.local.held
+                await a.f._renew()
+                assert host in a.f.local.leaving and await a.client.get(lease) != token.encode()
+            finally:
+                await c.close()
+        finally:
+            await a.close()
+
+    asyncio.run(go())
+
+
 def test_importance_is_the_clusters_and_moves_with_its_host(redis_server):
     """OPIC cash (and in-link counts alike) is summed in Redis over the workers: a URL of b's host
     linked from a page of a and a page of b gets both shares; its priority is written to its record
@@ -535,7 +581,13 @@ def test_a_worker_whose_lease_renewals_are_stale_hands_out_nothing_until_one(red
             got = await asyncio.wait_for(a.f.next_ready(), 5)
             assert got.url == "http://kept.test/1"   # never taken.test's URL: b holds that host
             assert a.f._renew_sent >= resumed, "a URL handed out before a renewal"
-            assert "taken.test" not in a.f.local.held
+            # kept.test's lease lapsed in the pause with no one taking the host: the renewal took it
+            # back (_RENEW); taken.test is released (a script call after that renewal)
+            for _ in range(40):
+                if "taken.test" not in a.f.local.held:
+                    break
+                await asyncio.sleep(0.05)
+            assert a.f.local.held == {"kept.test"}
             with pytest.raises(TimeoutError):         # nothing else is a's
                 await asyncio.wait_for(a.f.next_ready(), 0.5)
         finally:

@@ -126,42 +126,63 @@ DONE_HORIZON = 120.0
 DONE_MAX = 10_000
 
 _ACQUIRE = _Script.of("""
--- KEYS: lease, tok, q, pol; ARGV: worker, ttl ms. The lease if free (or already ours): token,
--- the host's records, its politeness time. nil if another worker holds it.
+-- KEYS: lease, tok, q, pol; ARGV: worker, ttl ms, patient. The lease if free (or already ours):
+-- token, the host's records, its politeness time. nil if another worker holds it, or, when
+-- patient ('1': this worker has just come back from a gap in its heartbeats), if the lease lapsed
+-- (gone, where a release leaves 'free'): its holder may be coming back from the same outage.
 local cur = redis.call('GET', KEYS[1])
-if cur then
+if cur and cur ~= 'free' then
   local w = string.match(cur, '^(.*):%d+$')
   if w ~= ARGV[1] then return nil end
+elseif not cur and ARGV[3] == '1' and redis.call('EXISTS', KEYS[2]) == 1 then
+  return nil
 end
 local t = redis.call('INCR', KEYS[2])
 redis.call('SET', KEYS[1], ARGV[1] .. ':' .. t, 'PX', ARGV[2])
 return {t, redis.call('HGETALL', KEYS[3]), redis.call('GET', KEYS[4]) or ''}
 """)
 
+# A lease that expired while its holder could not reach Redis (an outage longer than the lease's
+# time) is still the holder's if no one has acquired the host since: the host's fencing counter
+# (tok) is still at the holder's token. _RENEW takes it back and _DONE writes under it, so the URLs
+# done during the outage are not fenced and fetched again by the host's next holder.
+_OURS = """
+local cur = redis.call('GET', KEYS[1])
+local ours = cur == ARGV[1]
+if not ours and not cur then
+  ours = redis.call('GET', KEYS[TOK]) == string.match(ARGV[1], ':(%d+)$')
+end
+"""
+
 _RENEW = _Script.of("""
--- KEYS: lease, pol; ARGV: WORKER:TOKEN, ttl ms, politeness time. 1 if still ours.
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+-- KEYS: lease, pol, tok; ARGV: WORKER:TOKEN, ttl ms, politeness time. 1 if still ours.
+""" + _OURS.replace("KEYS[TOK]", "KEYS[3]") + """
+if not ours then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('SET', KEYS[2], ARGV[3], 'EX', 86400)
 return 1
 """)
 
 _RELEASE = _Script.of("""
--- KEYS: lease, pol; ARGV: WORKER:TOKEN, politeness time.
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
+-- KEYS: lease, pol, tok; ARGV: WORKER:TOKEN, politeness time. The lease is left 'free' (not
+-- deleted: a lease that lapsed is told from one given up, see _ACQUIRE); a lapsed one still ours
+-- is released too.
+""" + _OURS.replace("KEYS[TOK]", "KEYS[3]") + """
+if not ours then return 0 end
+redis.call('SET', KEYS[1], 'free', 'EX', 86400)
 redis.call('SET', KEYS[2], ARGV[2], 'EX', 86400)
 return 1
 """)
 
 _DONE = _Script.of("""
--- KEYS: lease, q, done; ARGV: WORKER:TOKEN, horizon ms (0: no done set), the done set's bound, then
+-- KEYS: lease, q, done, tok; ARGV: WORKER:TOKEN, horizon ms (0: no done set), the done set's bound, then
 -- (fingerprint, record) pairs: an empty record deletes (the URL is done), another replaces (due
 -- again). With a horizon (a Redis Cluster), each URL done is also recorded in the host's set of
 -- URLs done recently (score: this node's clock, ms), trimmed here to the horizon and the bound:
 -- admission's step 2 (_QUEUE_NX) queues none of them again. -1 if the lease is not ours
 -- (fenced), else the number of records deleted.
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+""" + _OURS.replace("KEYS[TOK]", "KEYS[4]") + """
+if not ours then return -1 end
 local horizon = tonumber(ARGV[2])
 local now = nil
 if horizon > 0 then
@@ -388,6 +409,8 @@ class RedisFrontier:
         self._redis_down_since: float | None = None
         self._had_config = False                  # sk:{C}:config seen by a heartbeat
         self._vanished = False                    # ... and gone since: the crawl's state is lost
+        self._last_beat = 0.0                     # when this worker's last heartbeat reached Redis
+        self._grace: tuple[float, float] | None = None   # (liveness cut-off, until): see _tick
         self._last_answer = time.monotonic()      # when the membership task last heard from Redis
         self._renew_sent = time.monotonic()       # when the last lease renewal that succeeded was sent
         self._watcher: asyncio.Task | None = None
@@ -799,7 +822,8 @@ class RedisFrontier:
                     self.fenced += len(args) // 2
                     continue
                 calls.append((host, [self.keys.host(host, "lease"), self.keys.host(host, "q"),
-                                     self.keys.host(host, "done")], [token, horizon, DONE_MAX, *args]))
+                                     self.keys.host(host, "done"), self.keys.host(host, "tok")],
+                              [token, horizon, DONE_MAX, *args]))
             try:
                 replies = await self._scripts(_DONE, calls)
             except BaseException:
@@ -862,11 +886,14 @@ class RedisFrontier:
         if not hosts:
             return
         ttl = int(self.lease_ttl * 1000)
+        # just back from a gap in this worker's heartbeats (see _tick): a lease that lapsed meanwhile
+        # may be its holder's still, back from the same outage; it is taken once the grace is over
+        patient = int(self._grace is not None and time.time() < self._grace[1])
         self._acquiring.update(hosts)
         try:
             replies = await self._scripts(_ACQUIRE, [
                 (h, [self.keys.host(h, "lease"), self.keys.host(h, "tok"), self.keys.host(h, "q"),
-                     self.keys.host(h, "pol")], [self.worker, ttl]) for h in hosts])
+                     self.keys.host(h, "pol")], [self.worker, ttl, patient]) for h in hosts])
         finally:
             self._acquiring.difference_update(hosts)
         for host, reply in zip(hosts, replies):
@@ -947,7 +974,7 @@ class RedisFrontier:
                 and not any(b[0] == k for b in self._buf)]
         if not done:
             return
-        calls = [(k, [self.keys.host(k, "lease"), self.keys.host(k, "pol")],
+        calls = [(k, [self.keys.host(k, "lease"), self.keys.host(k, "pol"), self.keys.host(k, "tok")],
                   [self.tokens.get(k, ""), self._pol(k)]) for k in done]
         await self._scripts(_RELEASE, calls)
         _debug(f"released {done}")
@@ -1034,9 +1061,23 @@ class RedisFrontier:
 
     async def _tick(self) -> None:
         now = time.time()
+        cutoff = now - self.member_ttl
+        if self._last_beat and now - self._last_beat > max(self.member_ttl, self.lease_ttl):
+            # this worker's own heartbeats did not reach Redis for longer than a lease's time (a
+            # Redis outage, or this process stalled): the others' likely did not either, and their
+            # leases lapsed. Until they have had a member's time to beat again, a worker alive
+            # before the gap counts as alive, and no lapsed lease is acquired: taking its hosts now
+            # would fence the URLs it fetched meanwhile, and they would be fetched again (its
+            # lapsed leases it takes back: _RENEW)
+            self._grace = (self._last_beat - self.member_ttl, now + self.member_ttl)
+        if self._grace is not None:
+            if now < self._grace[1]:
+                cutoff = min(cutoff, self._grace[0])
+            else:
+                self._grace = None
         async with self.client.pipeline(transaction=False) as pipe:
             pipe.zadd(self.keys.members, {self.worker: now})
-            pipe.zrangebyscore(self.keys.members, now - self.member_ttl, "+inf")
+            pipe.zrangebyscore(self.keys.members, cutoff, "+inf")
             pipe.lpop(self.keys.inbox(self.worker), 1000)
             pipe.get(self.keys.pending)
             pipe.hset(self.keys.stats(self.worker), mapping=self._figures(now))
@@ -1053,6 +1094,7 @@ class RedisFrontier:
                     for host, totals in batch.items():
                         self._priorities_out[owner].setdefault(host, {}).update(totals)
                 raise
+        self._last_beat = now
         self.budget_used = int(used or 0)
         if has_config:
             self._had_config = True
@@ -1113,7 +1155,7 @@ class RedisFrontier:
         ttl = int(self.lease_ttl * 1000)
         hosts = list(self.tokens)
         replies = await self._scripts(_RENEW, [
-            (h, [self.keys.host(h, "lease"), self.keys.host(h, "pol")],
+            (h, [self.keys.host(h, "lease"), self.keys.host(h, "pol"), self.keys.host(h, "tok")],
              [self.tokens[h], ttl, self._pol(h)]) for h in hosts])
         for h, ok in zip(hosts, replies):
             if not ok:
@@ -1192,7 +1234,7 @@ class RedisFrontier:
             local = self.local
             free = [k for k in self.tokens if not local.hosts[k].clock.active]
             await self._scripts(_RELEASE, [
-                (k, [self.keys.host(k, "lease"), self.keys.host(k, "pol")],
+                (k, [self.keys.host(k, "lease"), self.keys.host(k, "pol"), self.keys.host(k, "tok")],
                  [self.tokens[k], self._pol(k)]) for k in free])
             figures = self._figures(time.time())
             figures["hosts"] = 0
