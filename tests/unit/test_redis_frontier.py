@@ -19,14 +19,15 @@ from skitter.distributed.ring import Ring
 from skitter.frontier.politeness import Politeness
 from skitter.models import Candidate, Outcome
 from skitter.store.db import CrawlDB
+from skitter.urls import fingerprint, host_key
 
 
 class Worker:
-    def __init__(self, url: str, name: str, crawl: str, **timing) -> None:
+    def __init__(self, url: str, name: str, crawl: str, immediate: bool = True, **timing) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="skitter-rf-"))
         self.db = CrawlDB(self.dir)
         self.client = Redis.from_url(url)
-        self.f = RedisFrontier(self.client, crawl, self.db, Politeness(delay=0.0), worker=name, immediate=True,
+        self.f = RedisFrontier(self.client, crawl, self.db, Politeness(delay=0.0), worker=name, immediate=immediate,
                                **timing)
 
     async def close(self) -> None:
@@ -137,6 +138,41 @@ def test_a_lease_that_lapsed_while_no_one_took_the_host_is_still_its_holders(red
                 assert host in a.f.local.leaving and await a.client.get(lease) != token.encode()
             finally:
                 await c.close()
+        finally:
+            await a.close()
+
+    asyncio.run(go())
+
+
+def test_a_url_done_while_a_flush_waits_for_redis_waits_for_the_next_commit(redis_server):
+    """The loop's committer commits the store, then has the frontier write the URLs done to Redis
+    (``committed``). A URL done while that write waits for Redis (here: for the seen set, with a
+    URL robots.txt disallowed) was not in the store's commit: it is written with the next one. It
+    used to be written at once, so a kill -9 before the next commit lost it: its record gone from
+    its host's queue in Redis, its page not in the store (a page never fetched again)."""
+    async def go():
+        a = Worker(redis_server.url, "wa", "t10", immediate=False, heartbeat=0.05, member_ttl=5.0, lease_ttl=5.0)
+        try:
+            await a.f._tick()
+            one, two = owned_by(Ring(["wa"]), "wa", 2)
+            await a.f.add([Candidate(f"http://{one}/1"), Candidate(f"http://{two}/1")])
+            first = await asyncio.wait_for(a.f.next_ready(), 5)
+            second = await asyncio.wait_for(a.f.next_ready(), 5)
+            await a.f.add([Candidate(f"http://{one}/private")], decided=True)   # robots.txt: seen at the commit
+            await a.f.done(first, Outcome(response_time=0.0))
+            # the store commits here (with `first`), then the committer calls committed()
+            flushing = asyncio.ensure_future(a.f.committed())
+            await asyncio.sleep(0)                                 # the flush waits for Redis ...
+            await a.f.done(second, Outcome(response_time=0.0))    # ... when `second` is done
+            await flushing
+            queue = [a.f.keys.host(host_key(c.url), "q") for c in (first, second)]
+            fps = [str(fingerprint(c.url)) for c in (first, second)]
+            assert not await a.client.hexists(queue[0], fps[0])   # committed: done in Redis
+            assert await a.client.hexists(queue[1], fps[1])       # not committed yet: still queued
+            assert await a.f.seen.contains_many([fingerprint(f"http://{one}/private")]) == [True]
+            await a.f.committed()                                  # the next commit has it
+            assert not await a.client.hexists(queue[1], fps[1])
+            assert int(await a.client.get(a.f.keys.pending)) == 0
         finally:
             await a.close()
 

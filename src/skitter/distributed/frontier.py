@@ -800,16 +800,22 @@ class RedisFrontier:
         """Write the URLs done (or due again) to their hosts' queues in Redis, one script call per
         host, pipelined; then the count of pending URLs; then release the hosts we are leaving.
         First the URLs decided without a request (robots.txt), whose records the store has
-        committed by now, into the seen set."""
-        if self._decided:
-            decided, self._decided = self._decided, []
+        committed by now, into the seen set.
+
+        What is written is what was done when the flush began, taken before its first await: the
+        loop's committer calls it right after the store's commit, and a URL done while the flush
+        waits for Redis is not in that commit (written done now, it would be lost to a kill -9
+        before the next one: its record gone from Redis, its page from the store)."""
+        decided, self._decided = self._decided, []
+        buf, self._buf = self._buf, []
+        if decided:
             try:
                 await self.seen.add_many(decided)
             except BaseException:
                 self._decided = decided + self._decided   # adding twice changes nothing
+                self._buf = buf + self._buf
                 raise
-        if self._buf:
-            buf, self._buf = self._buf, []
+        if buf:
             by_host: dict[str, list[str]] = defaultdict(list)
             for host, fp, rec in buf:
                 by_host[host].extend((str(fp), rec))
