@@ -495,8 +495,8 @@ def test_a_redis_outage_longer_than_the_leases_fetches_nothing_twice(redis_serve
         web = srv.web
         # (a delay of 0.2 s: the crawl takes 8 s or more, so that it is still under way at the hang)
         procs = start_cluster(srv.web.seeds(), server.url, "outage", tmp_path, 2, "--delay", "0.2")
-        # both workers members and crawling (the hosts parted between them): a hand-off's lease
-        # request sent just before the hang and run just after it is the case left (docs/distributed.md)
+        # both workers members and crawling, the hosts parted between them (a lease request sent just
+        # before the hang and run just after it: tests/unit/test_redis_frontier.py)
         deadline = time.monotonic() + 60
         with server.admin() as admin:
             while time.monotonic() < deadline:

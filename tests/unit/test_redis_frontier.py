@@ -8,6 +8,7 @@ import asyncio
 import json
 import shutil
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -175,6 +176,55 @@ def test_a_url_done_while_a_flush_waits_for_redis_waits_for_the_next_commit(redi
             assert int(await a.client.get(a.f.keys.pending)) == 0
         finally:
             await a.close()
+
+    asyncio.run(go())
+
+
+def test_a_lease_request_that_waited_out_a_redis_hang_takes_no_lapsed_lease(redis_server):
+    """A request to lease a host sent just before Redis hung runs when Redis answers again, before
+    the holder (back from the same outage) has renewed its lapsed lease. A request that reached Redis
+    more than half a lease's time after it was sent takes no lapsed lease: the host stays wanted, and
+    the holder takes its lease back. A fresh request takes a lapsed lease as before, and any request
+    a free one (released, or never leased)."""
+    from skitter.distributed.frontier import _ACQUIRE
+
+    async def go():
+        a = Worker(redis_server.url, "wa", "t9", heartbeat=0.05, member_ttl=5.0, lease_ttl=0.3)
+        b = Worker(redis_server.url, "wb", "t9", heartbeat=0.05, member_ttl=5.0, lease_ttl=5.0)
+        try:
+            await a.f._tick()
+            await b.f._tick()
+            assert abs(b.f._offset) < 0.05 and b.f._offset_rtt < 1.0   # one machine: the same clock
+            host, = owned_by(Ring(["wa"]), "wa")
+            await a.f.add([Candidate(f"http://{host}/1"), Candidate(f"http://{host}/2")])
+            got = await asyncio.wait_for(a.f.next_ready(), 5)
+            token = a.f.tokens[host]
+            keys = [a.f.keys.host(host, k) for k in ("lease", "tok", "q", "pol")]
+            await asyncio.sleep(0.45)                              # a's lease lapses: Redis "hung"
+            assert await a.client.get(keys[0]) is None
+
+            def request(sent_ms_ago: float) -> tuple:
+                now = int((time.time() + b.f._offset) * 1000)
+                return (host, keys, ["wb", 5000, 0, now - int(sent_ms_ago), 2500])
+
+            assert await b.f._scripts(_ACQUIRE, [request(3000)]) == [None]   # sent 3 s before it ran
+            await a.f.done(got, Outcome(response_time=0.0))        # the holder is back: written,
+            await a.f._renew()                                     # and its lease taken back
+            assert a.f.fenced == 0 and (await a.client.get(keys[0])).decode() == token
+            # lapsed again and asked for at once: taken (the holder was not back in time)
+            await asyncio.sleep(0.45)
+            await b.f._acquire([host])
+            assert host in b.f.local.held and host not in b.f.wanted
+            # a free lease (released) is taken by a request however old
+            await b.f._release_leaving()
+            b.f._lost(host)
+            await b.f._release_leaving()
+            assert await b.client.get(keys[0]) == b"free"
+            (reply,) = await b.f._scripts(_ACQUIRE, [request(3000)])
+            assert reply is not None
+        finally:
+            await a.close()
+            await b.close()
 
     asyncio.run(go())
 

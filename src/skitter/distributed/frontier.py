@@ -126,16 +126,22 @@ DONE_HORIZON = 120.0
 DONE_MAX = 10_000
 
 _ACQUIRE = _Script.of("""
--- KEYS: lease, tok, q, pol; ARGV: worker, ttl ms, patient. The lease if free (or already ours):
--- token, the host's records, its politeness time. nil if another worker holds it, or, when
--- patient ('1': this worker has just come back from a gap in its heartbeats), if the lease lapsed
--- (gone, where a release leaves 'free'): its holder may be coming back from the same outage.
+-- KEYS: lease, tok, q, pol; ARGV: worker, ttl ms, patient, sent (ms, this server's clock as the
+-- worker reckons it), oldest (ms). The lease if free (or already ours): token, the host's records,
+-- its politeness time. nil if another worker holds it; and if the lease lapsed (gone, where a
+-- release leaves 'free') when its holder may be coming back from an outage: the request is patient
+-- ('1': the worker has just come back from a gap in its heartbeats), or it waited here longer than
+-- `oldest` (sent before Redis hung, run as it came back, ahead of the holder's renewal).
 local cur = redis.call('GET', KEYS[1])
 if cur and cur ~= 'free' then
   local w = string.match(cur, '^(.*):%d+$')
   if w ~= ARGV[1] then return nil end
-elseif not cur and ARGV[3] == '1' and redis.call('EXISTS', KEYS[2]) == 1 then
-  return nil
+elseif not cur and redis.call('EXISTS', KEYS[2]) == 1 then
+  if ARGV[3] == '1' then return nil end
+  local now = redis.call('TIME')
+  if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) - tonumber(ARGV[4]) > tonumber(ARGV[5]) then
+    return nil
+  end
 end
 local t = redis.call('INCR', KEYS[2])
 redis.call('SET', KEYS[1], ARGV[1] .. ':' .. t, 'PX', ARGV[2])
@@ -410,6 +416,9 @@ class RedisFrontier:
         self._had_config = False                  # sk:{C}:config seen by a heartbeat
         self._vanished = False                    # ... and gone since: the crawl's state is lost
         self._last_beat = 0.0                     # when this worker's last heartbeat reached Redis
+        self._offset = 0.0                        # Redis's clock less this machine's (s), from a heartbeat
+        self._offset_rtt = float("inf")           # ... the round trip it was measured over
+        self._offset_next = 0.0                   # when to read Redis's clock again (monotonic)
         self._grace: tuple[float, float] | None = None   # (liveness cut-off, until): see _tick
         self._last_answer = time.monotonic()      # when the membership task last heard from Redis
         self._renew_sent = time.monotonic()       # when the last lease renewal that succeeded was sent
@@ -895,11 +904,14 @@ class RedisFrontier:
         # just back from a gap in this worker's heartbeats (see _tick): a lease that lapsed meanwhile
         # may be its holder's still, back from the same outage; it is taken once the grace is over
         patient = int(self._grace is not None and time.time() < self._grace[1])
+        # and a request that reaches Redis more than half a lease's time after it was sent (Redis
+        # hung meanwhile) takes no lapsed lease either: sent again, it finds this worker patient
+        sent = int((time.time() + self._offset) * 1000)
         self._acquiring.update(hosts)
         try:
             replies = await self._scripts(_ACQUIRE, [
                 (h, [self.keys.host(h, "lease"), self.keys.host(h, "tok"), self.keys.host(h, "q"),
-                     self.keys.host(h, "pol")], [self.worker, ttl, patient]) for h in hosts])
+                     self.keys.host(h, "pol")], [self.worker, ttl, patient, sent, ttl // 2]) for h in hosts])
         finally:
             self._acquiring.difference_update(hosts)
         for host, reply in zip(hosts, replies):
@@ -1101,6 +1113,8 @@ class RedisFrontier:
                         self._priorities_out[owner].setdefault(host, {}).update(totals)
                 raise
         self._last_beat = now
+        if time.monotonic() >= self._offset_next:
+            await self._read_clock()
         self.budget_used = int(used or 0)
         if has_config:
             self._had_config = True
@@ -1136,6 +1150,20 @@ class RedisFrontier:
             self._idle_pending = (self.pending, self._idle_pending[1] + 1)
         else:
             self._idle_pending = (self.pending, 0)
+
+    async def _read_clock(self) -> None:
+        """Redis's clock against this machine's (:attr:`_offset`, for :meth:`_acquire`): read with
+        the heartbeats every few seconds, the quickest round trip lately kept (the estimate is off
+        by half of it at most); a slow one is taken only when it is all there is. (Its own call: a
+        cluster pipeline refuses TIME.)"""
+        sent = time.time()
+        sec, usec = await self.client.time()
+        back = time.time()
+        rtt = back - sent
+        self._offset_rtt = min(self._offset_rtt * 1.5, 60.0)
+        if rtt <= self._offset_rtt:
+            self._offset, self._offset_rtt = sec + usec / 1e6 - (sent + back) / 2, rtt
+        self._offset_next = time.monotonic() + (0.5 if rtt > 0.05 else 5.0)
 
     def _figures(self, now: float) -> dict[str, Any]:
         return {"fetched": self.fetched, "queued": self.queued, "in_flight": self.in_flight,
