@@ -145,6 +145,41 @@ def test_a_lease_that_lapsed_while_no_one_took_the_host_is_still_its_holders(red
     asyncio.run(go())
 
 
+def test_new_urls_of_a_held_host_are_not_queued_locally_after_it_is_dropped(redis_server):
+    """A page's new URLs go to the hosts this worker holds at once, before the hand-off of the
+    others waits for Redis: a host dropped in that wait (the ring gave it away) takes none of them
+    into the local frontier, where no one would hand them out and the worker could not finish (its
+    queue count above 0); its next holder loads them from Redis."""
+    async def go():
+        a = Worker(redis_server.url, "wa", "t11", heartbeat=0.05, member_ttl=5.0, lease_ttl=5.0)
+        b = Worker(redis_server.url, "wb", "t11", heartbeat=0.05, member_ttl=5.0, lease_ttl=5.0)
+        try:
+            for w in (a, b, a):
+                await w.f._tick()
+            ring = Ring(["wa", "wb"])
+            mine, = owned_by(ring, "wa")
+            theirs, = owned_by(ring, "wb")
+            await a.f.add([Candidate(f"http://{mine}/1")])
+            assert mine in a.f.local.held and a.f.local.queued == 1
+            hand_off = a.f._hand_off
+
+            async def dropped_meanwhile(batch):   # the host leaves while the hand-off waits for Redis
+                a.f._drop(mine)
+                await hand_off(batch)
+
+            a.f._hand_off = dropped_meanwhile
+            new = await a.f.add([Candidate(f"http://{mine}/2"), Candidate(f"http://{theirs}/1")])
+            assert len(new) == 2
+            assert mine not in a.f.local.held and a.f.local.queued == 0
+            q = a.f.keys.host(mine, "q")
+            assert await a.client.hexists(q, str(fingerprint(f"http://{mine}/2")))   # for its next holder
+        finally:
+            await a.close()
+            await b.close()
+
+    asyncio.run(go())
+
+
 def test_a_url_done_while_a_flush_waits_for_redis_waits_for_the_next_commit(redis_server):
     """The loop's committer commits the store, then has the frontier write the URLs done to Redis
     (``committed``). A URL done while that write waits for Redis (here: for the seen set, with a
@@ -207,7 +242,7 @@ def test_a_lease_request_that_waited_out_a_redis_hang_takes_no_lapsed_lease(redi
                 now = int((time.time() + b.f._offset) * 1000)
                 return (host, keys, ["wb", 5000, 0, now - int(sent_ms_ago), 2500])
 
-            assert await b.f._scripts(_ACQUIRE, [request(3000)]) == [None]   # sent 3 s before it ran
+            assert await b.f._scripts(_ACQUIRE, [request(3000)]) == [0]   # sent 3 s before it ran: refused
             await a.f.done(got, Outcome(response_time=0.0))        # the holder is back: written,
             await a.f._renew()                                     # and its lease taken back
             assert a.f.fenced == 0 and (await a.client.get(keys[0])).decode() == token
@@ -223,6 +258,97 @@ def test_a_lease_request_that_waited_out_a_redis_hang_takes_no_lapsed_lease(redi
             (reply,) = await b.f._scripts(_ACQUIRE, [request(3000)])
             assert reply is not None
         finally:
+            await a.close()
+            await b.close()
+
+    asyncio.run(go())
+
+
+class _Skewed:
+    """The ``time`` module as the frontier sees it, with this machine's clock ``by`` seconds off."""
+
+    def __init__(self, by: float) -> None:
+        self.by = by
+
+    def time(self) -> float:
+        return time.time() + self.by
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+def test_a_heartbeat_that_fails_to_read_redis_clock_keeps_what_it_took_from_its_inbox(redis_server):
+    """The heartbeat pops the worker's inbox (URLs other workers found for its hosts) and reads
+    Redis's clock last: a failure there (Redis gone at that moment) leaves the hand-off received,
+    its host wanted, instead of dropped with the heartbeat's other answers."""
+    from redis import exceptions as rex
+
+    async def go():
+        a = Worker(redis_server.url, "wa", "t13", heartbeat=0.05, member_ttl=5.0, lease_ttl=5.0)
+        b = Worker(redis_server.url, "wb", "t13", heartbeat=0.05, member_ttl=5.0, lease_ttl=5.0)
+        try:
+            for w in (a, b, a, b):
+                await w.f._tick()
+            theirs, = owned_by(Ring(["wa", "wb"]), "wb")
+            await a.f.add([Candidate(f"http://{theirs}/1")])     # handed to b's inbox
+
+            async def unreachable():
+                raise rex.ConnectionError("Redis went away")
+
+            b.f.client.time = unreachable
+            b.f._offset_next = 0.0
+            with pytest.raises(rex.ConnectionError):
+                await b.f._tick()
+            assert theirs in b.f.wanted
+        finally:
+            await a.close()
+            await b.close()
+
+    asyncio.run(go())
+
+
+def test_lease_requests_on_a_clock_apart_from_redis_and_a_patient_worker(redis_server, monkeypatch):
+    """The send time of a lease request is on Redis's clock: a worker whose own clock is 3 s behind
+    reads the difference with its heartbeat and its fresh requests take a lapsed lease. Clocks
+    that disagree all the same (a Redis Cluster's nodes apart) make a request look old: refused, the
+    host stays wanted, and after a lease's time it is asked for without the test, so that a dead
+    worker's host is not left unleased. A worker back from a gap in its own heartbeats (patient)
+    takes no lapsed lease, and a free one."""
+    import skitter.distributed.frontier as frontier_module
+
+    async def go():
+        a = Worker(redis_server.url, "wa", "t12", heartbeat=0.05, member_ttl=5.0, lease_ttl=0.3)
+        b = Worker(redis_server.url, "wb", "t12", heartbeat=0.05, member_ttl=5.0, lease_ttl=0.3)
+        try:
+            await a.f._tick()
+            one, two, three = owned_by(Ring(["wa"]), "wa", 3)
+            await a.f.add([Candidate(f"http://{h}/1") for h in (one, two, three)])
+            assert a.f.local.held == {one, two, three}
+            monkeypatch.setattr(frontier_module, "time", _Skewed(-3.0))
+            await b.f._tick()
+            assert 2.9 < b.f._offset < 3.1                       # Redis's clock 3 s ahead of b's
+            await asyncio.sleep(0.45)                            # a's leases lapse (a is gone)
+            await b.f._acquire([one])
+            assert one in b.f.local.held                         # fresh on Redis's clock: taken
+            # clocks that disagree in spite of the heartbeat's reading: every request looks old
+            b.f._offset -= 3.0
+            await b.f._acquire([two])
+            assert two not in b.f.local.held and two in b.f.wanted
+            await asyncio.sleep(0.35)                            # refused for a lease's time:
+            await b.f._acquire([two])                            # asked for without the test
+            assert two in b.f.local.held and two not in b.f.wanted
+            # back from a gap in its heartbeats: patient, no lapsed lease; a released one it takes
+            monkeypatch.setattr(frontier_module, "time", time)
+            b.f._offset = 0.0
+            b.f._grace = (0.0, time.time() + 60)
+            await b.f._acquire([three])
+            assert three not in b.f.local.held and three in b.f.wanted
+            lease = a.f.keys.host(three, "lease")
+            await a.client.set(lease, "free")
+            await b.f._acquire([three])
+            assert three in b.f.local.held
+        finally:
+            monkeypatch.setattr(frontier_module, "time", time)
             await a.close()
             await b.close()
 

@@ -131,16 +131,18 @@ _ACQUIRE = _Script.of("""
 -- its politeness time. nil if another worker holds it; and if the lease lapsed (gone, where a
 -- release leaves 'free') when its holder may be coming back from an outage: the request is patient
 -- ('1': the worker has just come back from a gap in its heartbeats), or it waited here longer than
--- `oldest` (sent before Redis hung, run as it came back, ahead of the holder's renewal).
+-- `oldest` (sent before Redis hung, run as it came back, ahead of the holder's renewal): 0 then,
+-- not nil. `oldest` 0: no such test (RedisFrontier._acquire).
 local cur = redis.call('GET', KEYS[1])
 if cur and cur ~= 'free' then
   local w = string.match(cur, '^(.*):%d+$')
   if w ~= ARGV[1] then return nil end
 elseif not cur and redis.call('EXISTS', KEYS[2]) == 1 then
   if ARGV[3] == '1' then return nil end
+  local oldest = tonumber(ARGV[5])
   local now = redis.call('TIME')
-  if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) - tonumber(ARGV[4]) > tonumber(ARGV[5]) then
-    return nil
+  if oldest > 0 and tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) - tonumber(ARGV[4]) > oldest then
+    return 0
   end
 end
 local t = redis.call('INCR', KEYS[2])
@@ -403,6 +405,7 @@ class RedisFrontier:
         self.wanted: set[str] = set()             # hosts the ring gives us, not leased yet
         self._acquiring: set[str] = set()         # hosts whose lease is being asked for
         self._buf: list[tuple[str, int, str]] = []   # (host, fp, record or "") not yet in Redis
+        self._writing: list[list[tuple[str, int, str]]] = []   # ... and those a flush is writing now
         self._decided: list[int] = []             # fps of URLs decided without a request, not yet seen in Redis
         self._seq = 0
         self.pending: int | None = None           # the last value of sk:{C}:pending we read
@@ -419,6 +422,7 @@ class RedisFrontier:
         self._offset = 0.0                        # Redis's clock less this machine's (s), from a heartbeat
         self._offset_rtt = float("inf")           # ... the round trip it was measured over
         self._offset_next = 0.0                   # when to read Redis's clock again (monotonic)
+        self._stale: dict[str, float] = {}        # host -> since when its lease requests came too late
         self._grace: tuple[float, float] | None = None   # (liveness cut-off, until): see _tick
         self._last_answer = time.monotonic()      # when the membership task last heard from Redis
         self._renew_sent = time.monotonic()       # when the last lease renewal that succeeded was sent
@@ -529,6 +533,8 @@ class RedisFrontier:
         written = sorted(p for (host, _, _), fl in replies for p, f in zip(by_host[host], fl)
                          if f in (49, "1"))
         mine, acquire, handoff = self._route([(candidates[p], recs[p]) for p in written])
+        if mine:   # before any await: routed to hosts held now (one dropped meanwhile takes none)
+            self.local.admit(mine)
         extra = [("RPUSH", self.keys.inbox(owner), json.dumps(batch, separators=(",", ":")))
                  for owner, batch in handoff.items()]
         if len(written) < len(candidates):
@@ -544,8 +550,6 @@ class RedisFrontier:
             # fetched again), the count is too high (set right when idle), and owners load what the
             # hand-off missed from the hosts' queues.
             pass
-        if mine:
-            self.local.admit(mine)
         if acquire:
             await self._retrying(self._acquire, acquire)
         return [candidates[p] for p in written]
@@ -573,10 +577,10 @@ class RedisFrontier:
     async def _place(self, new: list[tuple[Candidate, str]]) -> None:
         """New URLs (with their records) to where they are crawled (:meth:`_route`)."""
         mine, acquire, handoff = self._route(new)
+        if mine:   # before any await: routed to hosts held now (one dropped meanwhile takes none)
+            self.local.admit(mine)
         if handoff:
             await self._retrying(self._hand_off, handoff)
-        if mine:
-            self.local.admit(mine)
         if acquire:
             await self._retrying(self._acquire, acquire)
 
@@ -817,6 +821,20 @@ class RedisFrontier:
         before the next one: its record gone from Redis, its page from the store)."""
         decided, self._decided = self._decided, []
         buf, self._buf = self._buf, []
+        self._writing.append(buf)   # (its hosts are busy: _resync_held)
+        try:
+            await self._write_done(decided, buf)
+        finally:
+            self._writing.remove(buf)
+        if self._give_back:
+            await self._give_back_budget()
+        if release:
+            await self._release_leaving()
+
+    async def _write_done(self, decided: list[int], buf: list[tuple[str, int, str]]) -> None:
+        """:meth:`flush`'s writes: the URLs decided into the seen set, then those done (or due
+        again) into their hosts' queues, the count of pending URLs. On an error what is not
+        written goes back to be written with the next flush."""
         if decided:
             try:
                 await self.seen.add_many(decided)
@@ -856,10 +874,6 @@ class RedisFrontier:
                 self.pending = await self.client.decrby(self.keys.pending, deleted)
                 if self.pending <= 0:
                     self.local._wake.set()
-        if self._give_back:
-            await self._give_back_budget()
-        if release:
-            await self._release_leaving()
 
     async def _scripts(self, script: _Script, calls: list[tuple[str, list[str], list]]) -> list:
         """One script called with each (label, keys, args), pipelined: the replies."""
@@ -905,19 +919,30 @@ class RedisFrontier:
         # may be its holder's still, back from the same outage; it is taken once the grace is over
         patient = int(self._grace is not None and time.time() < self._grace[1])
         # and a request that reaches Redis more than half a lease's time after it was sent (Redis
-        # hung meanwhile) takes no lapsed lease either: sent again, it finds this worker patient
+        # hung meanwhile) takes no lapsed lease either: sent again, it finds this worker patient.
+        # The send time is on Redis's clock as a heartbeat read it (:meth:`_read_clock`): on a Redis
+        # Cluster another node's; should the nodes' clocks differ by seconds, a host refused so for
+        # a lease's time is asked for without the test (a dead worker's host is not left unleased)
+        mono = time.monotonic()
         sent = int((time.time() + self._offset) * 1000)
+
+        def oldest(host: str) -> int:
+            return ttl // 2 if mono - self._stale.get(host, mono) < self.lease_ttl else 0
+
         self._acquiring.update(hosts)
         try:
             replies = await self._scripts(_ACQUIRE, [
                 (h, [self.keys.host(h, "lease"), self.keys.host(h, "tok"), self.keys.host(h, "q"),
-                     self.keys.host(h, "pol")], [self.worker, ttl, patient, sent, ttl // 2]) for h in hosts])
+                     self.keys.host(h, "pol")], [self.worker, ttl, patient, sent, oldest(h)]) for h in hosts])
         finally:
             self._acquiring.difference_update(hosts)
         for host, reply in zip(hosts, replies):
-            if reply is None:
+            if reply is None or reply == 0:
+                if reply == 0:   # the request waited out a Redis hang (or the clocks differ)
+                    self._stale.setdefault(host, mono)
                 self.wanted.add(host)
                 continue
+            self._stale.pop(host, None)
             self.wanted.discard(host)
             token, flat, pol = reply
             self.tokens[host] = f"{self.worker}:{int(token)}"
@@ -988,8 +1013,8 @@ class RedisFrontier:
 
     async def _release_leaving(self) -> None:
         local = self.local
-        done = [k for k in local.leaving if not local.hosts[k].clock.active
-                and not any(b[0] == k for b in self._buf)]
+        busy = {b[0] for b in self._buf} | {b[0] for buf in self._writing for b in buf}
+        done = [k for k in local.leaving if not local.hosts[k].clock.active and k not in busy]
         if not done:
             return
         calls = [(k, [self.keys.host(k, "lease"), self.keys.host(k, "pol"), self.keys.host(k, "tok")],
@@ -1080,10 +1105,10 @@ class RedisFrontier:
     async def _tick(self) -> None:
         now = time.time()
         cutoff = now - self.member_ttl
-        if self._last_beat and now - self._last_beat > max(self.member_ttl, self.lease_ttl):
-            # this worker's own heartbeats did not reach Redis for longer than a lease's time (a
-            # Redis outage, or this process stalled): the others' likely did not either, and their
-            # leases lapsed. Until they have had a member's time to beat again, a worker alive
+        if self._last_beat and now - self._last_beat > min(self.member_ttl, self.lease_ttl * 2 / 3):
+            # this worker's own heartbeats did not reach Redis for longer than a member's time, or
+            # than two thirds of a lease's (renewed every third: some lapsed) (a Redis outage, or
+            # this process stalled): the others' likely did not either, and their leases lapsed. Until they have had a member's time to beat again, a worker alive
             # before the gap counts as alive, and no lapsed lease is acquired: taking its hosts now
             # would fence the URLs it fetched meanwhile, and they would be fetched again (its
             # lapsed leases it takes back: _RENEW)
@@ -1113,8 +1138,6 @@ class RedisFrontier:
                         self._priorities_out[owner].setdefault(host, {}).update(totals)
                 raise
         self._last_beat = now
-        if time.monotonic() >= self._offset_next:
-            await self._read_clock()
         self.budget_used = int(used or 0)
         if has_config:
             self._had_config = True
@@ -1150,6 +1173,8 @@ class RedisFrontier:
             self._idle_pending = (self.pending, self._idle_pending[1] + 1)
         else:
             self._idle_pending = (self.pending, 0)
+        if time.monotonic() >= self._offset_next:   # last: the heartbeat's answers are used by now
+            await self._read_clock()
 
     async def _read_clock(self) -> None:
         """Redis's clock against this machine's (:attr:`_offset`, for :meth:`_acquire`): read with
@@ -1222,7 +1247,7 @@ class RedisFrontier:
         in flight and nothing unwritten, whose queue in Redis is not empty (a hand-off lost to an
         error), is loaded again from Redis."""
         local = self.local
-        busy = {b[0] for b in self._buf}
+        busy = {b[0] for b in self._buf} | {b[0] for buf in self._writing for b in buf}
         idle = [k for k in local.held if k not in local.leaving and k not in busy
                 and not local.hosts[k].has_work() and not local.hosts[k].clock.active]
         if not idle:
