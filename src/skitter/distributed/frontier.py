@@ -320,8 +320,10 @@ def _decode(raw: bytes | str) -> tuple[Candidate, int, float | None, int]:
 # The layout of a crawl's entries in Redis, stored with its settings (``protocol`` in
 # ``sk:{C}:config``): a worker joins only a crawl of its own protocol, so a cluster of mixed
 # skitter versions is one clear error, not records one side cannot read. 1 (no ``protocol``):
-# records of 8 fields; 2: records with a 9th (``revisit``), politeness with three values.
-PROTOCOL = 2
+# records of 8 fields; 2: records with a 9th (``revisit``), politeness with three values; 3: a
+# released lease left ``free`` (a worker of protocol 2 would take it for a worker's and never lease
+# the host again), lease requests with their send time.
+PROTOCOL = 3
 
 
 async def create_crawl(client, keys: CrawlKeys, config: dict[str, Any]) -> bool:
