@@ -74,8 +74,16 @@ def test_hand_off_fencing_and_termination(redis_server):
                 await a.f.done(got, Outcome(response_time=0.0))       # fenced: a lost the host
                 assert a.f.fenced >= 1 and host_a not in a.f.local.held   # and let go of
                 assert await a.client.hlen(a.f.keys.host(host_a, "q")) == 1
+                # a's ring still gives it the host: asked for with each heartbeat, not only when idle
+                assert host_a in a.f.wanted
+                await a.f._scan()
+                assert host_a in a.f.wanted and host_a not in a.f.local.held   # c holds it
                 got_c = await asyncio.wait_for(c.f.next_ready(), 5)
                 await c.f.done(got_c, Outcome(response_time=0.0))
+                c.f._lost(host_a)                                      # c lets it go: a takes it
+                await c.f._release_leaving()
+                await a.f._scan()
+                assert host_a in a.f.local.held and host_a not in a.f.wanted
             finally:
                 await c.close()
             for _ in range(2):

@@ -1026,6 +1026,10 @@ class RedisFrontier:
         for k in done:
             self._drop(k)
             self.moved_out += 1
+            if self.ring.owner(k) == self.worker:
+                # lost with its lease (another worker took it while this one's ring still gives it
+                # here): asked for again with each heartbeat, not only when this worker is idle
+                self.wanted.add(k)
 
     def _drop(self, key: str) -> None:
         local = self.local
