@@ -942,6 +942,8 @@ class RedisFrontier:
             if reply is None or reply == 0:
                 if reply == 0:   # the request waited out a Redis hang (or the clocks differ)
                     self._stale.setdefault(host, mono)
+                else:            # held: the next refusal for age starts the count anew
+                    self._stale.pop(host, None)
                 self.wanted.add(host)
                 continue
             self._stale.pop(host, None)
@@ -1113,11 +1115,12 @@ class RedisFrontier:
         cutoff = now - self.member_ttl
         if self._last_beat and now - self._last_beat > min(self.member_ttl, self.lease_ttl * 2 / 3):
             # this worker's own heartbeats did not reach Redis for longer than a member's time, or
-            # than two thirds of a lease's (renewed every third: some lapsed) (a Redis outage, or
-            # this process stalled): the others' likely did not either, and their leases lapsed. Until they have had a member's time to beat again, a worker alive
-            # before the gap counts as alive, and no lapsed lease is acquired: taking its hosts now
-            # would fence the URLs it fetched meanwhile, and they would be fetched again (its
-            # lapsed leases it takes back: _RENEW)
+            # than two thirds of a lease's (renewed every third: some lapsed), a Redis outage or
+            # this process stalled: the others' likely did not either, and their leases lapsed.
+            # Until they have had a member's time to beat again, a worker alive before the gap
+            # counts as alive, and no lapsed lease is acquired: taking its hosts now would fence
+            # the URLs it fetched meanwhile, and they would be fetched again (its lapsed leases it
+            # takes back: _RENEW)
             self._grace = (self._last_beat - self.member_ttl, now + self.member_ttl)
         if self._grace is not None:
             if now < self._grace[1]:
@@ -1165,6 +1168,7 @@ class RedisFrontier:
                 if self.ring.owner(host) != self.worker:
                     self._lost(host)
             self.wanted = {h for h in self.wanted if self.ring.owner(h) == self.worker}
+            self._stale = {h: t for h, t in self._stale.items() if h in self.wanted}
             self._rescan = True
         for raw in inbox or ():
             batch = json.loads(raw)
