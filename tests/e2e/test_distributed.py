@@ -486,8 +486,8 @@ def test_a_redis_outage_longer_than_the_leases_fetches_nothing_twice(redis_serve
     leases lapse and no heartbeat gets through. When Redis answers again no worker has taken
     another's hosts (each one's own heartbeats stopped too: the others count as alive for a
     member's time) and no one acquired a host, so each worker takes its lapsed leases back and
-    writes the URLs it fetched meanwhile: every page, and none requested twice (they were fenced
-    and fetched again by the hosts' next holders)."""
+    writes the URLs it fetched meanwhile: every page, and none requested twice (without the
+    take-back those URLs were fenced and fetched again by the hosts' next holders)."""
     _, expected = local_urls
     server = redis_servers()
     log = tmp_path / "access.jsonl"
