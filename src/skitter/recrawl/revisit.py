@@ -316,30 +316,24 @@ class Recrawl:
 
     # -- 2: robots.txt says no -------------------------------------------------------------------
     def blocked(self, visit: Visit, error: str) -> Outcome | None:
-        """A revisit robots.txt stops: unreachable, it waits; disallowed, the page leaves the
-        collection (its fetch record says why). None for a first fetch (the loop records it)."""
+        """A revisit, or a gone page's recheck, robots.txt stops: unreachable, it waits; disallowed,
+        the page leaves the collection (a recheck's is out of it already), its fetch record saying
+        why. None for a first fetch (the loop records it)."""
         self.reserved.discard(fingerprint(visit.cand.url))
         page = visit.page
-        now = self.clock.time()
-        if page is not None and visit.recheck:
-            if "unreachable" in error:
-                return Outcome(requested=False, due=now + UNREACHABLE_WAIT, revisit=True)
-            self.store.record_fetch(visit.cand, {"url": visit.cand.url, "final_url": None, "status": None,
-                                                 "error": error, "fetched_at": None, "depth": visit.cand.depth,
-                                                 "parent": visit.cand.parent}, counted=False, again=True)
-            page.update(state="disallowed", due=None)   # (out of the collection already)
-            self.db.save_page(page)
-            self.db.add_visit(page["fp"], now, status=None, kind="disallowed", changed=None, last_modified=None,
-                              location=None)
-            return Outcome(requested=False)
-        if page is None or not visit.revisit:
+        if page is None or not (visit.revisit or visit.recheck):
             return None
+        now = self.clock.time()
         if "unreachable" in error:
             return Outcome(requested=False, due=now + UNREACHABLE_WAIT, revisit=True)
         self.store.record_fetch(visit.cand, {"url": visit.cand.url, "final_url": None, "status": None,
                                              "error": error, "fetched_at": None, "depth": visit.cand.depth,
                                              "parent": visit.cand.parent}, counted=False, again=True)
-        self._leave(page, "disallowed", now)
+        if visit.recheck:
+            page.update(state="disallowed", due=None)
+            self.db.save_page(page)
+        else:
+            self._leave(page, "disallowed", now)
         self.db.add_visit(page["fp"], now, status=None, kind="disallowed", changed=None, last_modified=None,
                           location=None)
         return Outcome(requested=False)
