@@ -128,10 +128,13 @@ def run_crawl(directory: Path, config: CrawlConfig, *, quiet: bool = False, titl
     interrupted = crawler.interrupted
     del crawler   # its near-duplicate index and frontier: the summary's reads must not add to them
     if config.index_interval >= 0:
+        from .crawllog import crawl_log
         from .index.live import finish_index
 
-        # what the live indexer had not reached (docs/search.md), also after Ctrl-C: it is seconds
-        finish_index(directory)
+        # what the live indexer had not reached (docs/search.md), also after Ctrl-C: it is seconds;
+        # its warnings (a damaged index made again) go where the crawl's went
+        with crawl_log(directory):
+            finish_index(directory)
     summary = load_summary(directory)
     summary["interrupted"] = interrupted
     if not quiet:

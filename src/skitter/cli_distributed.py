@@ -60,9 +60,11 @@ def run_distributed(directory: Path, redis_url: str, crawl_id: str, config: Craw
     interrupted = crawler.interrupted
     del crawler, crawler_box
     if config is None or config.index_interval >= 0:
+        from .crawllog import crawl_log
         from .index.live import finish_index
 
-        finish_index(directory)
+        with crawl_log(directory):   # its warnings (a damaged index made again) as the crawl's
+            finish_index(directory)
     summary = load_summary(directory)
     summary["interrupted"] = interrupted
     if not quiet:

@@ -106,6 +106,8 @@ def index_cmd(directory: str, incremental: bool, quiet: bool) -> None:
     stats = indexer.update(progress=progress, pipelined=True) if incremental else indexer.rebuild(progress=progress)
     if tty:
         click.echo("", err=True)
+    if stats.damaged:
+        click.echo(f"skitter: WARNING: {stats.damaged}", err=True)
     if not quiet:
         size = sum(p.stat().st_size for p in index_path(directory).parent.glob("index.db*"))
         click.echo(f"{'updated' if incremental else 'built'} the index of {directory}: "

@@ -309,6 +309,87 @@ def test_an_index_of_an_earlier_layout_is_built_again(crawl, tmp_path, version):
     Searcher(work).close()
 
 
+
+def _damage(db: Path, keep: int = 1) -> None:
+    """Overwrite every page of ``db`` after its first ``keep`` with garbage (a checkpointed WAL
+    database: its writers closed), as an OS crash with unwritten pages could leave it."""
+    size = db.stat().st_size
+    with open(db, "r+b") as fh:
+        fh.seek(4096 * keep)
+        fh.write(bytes(range(256)) * ((size - 4096 * keep) // 256))
+
+
+@pytest.mark.parametrize("how", ["pages", "header"])
+def test_a_damaged_index_is_made_again_by_the_next_update(crawl, tmp_path, how):
+    """index.db keeps no fsync (synchronous=OFF: it is made from crawl.db), so an OS crash may
+    damage it. The next update removes a damaged index and makes it again from the crawl's first
+    fetch, and says so (``stats.damaged``): a live step with its connections kept open, and a
+    whole update, whether SQLite can still open the file (its tables damaged) or not (its header)."""
+    from skitter.index.step import live_close, live_step
+
+    d, _, _ = crawl
+    work = tmp_path / "c"
+    work.mkdir()
+    shutil.copy(d / "crawl.db", work / "crawl.db")
+    Indexer(work, chunk=40).update(max_pages=80)
+    idx = indexer_mod.open_index(work, readonly=False)
+    assert idx.execute("PRAGMA synchronous").fetchone()[0] == 0   # OFF
+    idx.close()
+    _damage(work / "index.db", keep=1 if how == "pages" else 0)
+    step = live_step(str(work), 40)
+    try:
+        assert step["damaged"] and "made again from the crawl" in step["damaged"]
+        assert step["indexed"] + step["skipped"] == 40              # from the first fetch on
+        assert live_step(str(work), 40)["damaged"] is None          # said once
+    finally:
+        live_close(str(work))
+    _damage(work / "index.db", keep=1 if how == "pages" else 0)
+    stats = Indexer(work).update()
+    assert stats.damaged
+    assert fts_rows(work) == fts_rows(d)
+    Searcher(work).close()
+
+
+def test_a_damaged_crawl_database_leaves_the_index_alone(crawl, tmp_path):
+    """A damaged crawl.db is an error of the update, not a reason to remove the (sound) index."""
+    d, _, _ = crawl
+    work = tmp_path / "c"
+    work.mkdir()
+    shutil.copy(d / "crawl.db", work / "crawl.db")
+    Indexer(work, chunk=40).update(max_pages=40)
+    before = fts_rows(work).keys()
+    assert len(before) > 30
+    conn = sqlite3.connect(work / "crawl.db")   # the leaves of the pages table but its first one
+    leaves = [n for (n,) in conn.execute("SELECT pageno FROM dbstat WHERE name = 'pages' AND pagetype = 'leaf'"
+                                         " ORDER BY path LIMIT -1 OFFSET 1")]
+    conn.close()
+    with open(work / "crawl.db", "r+b") as fh:
+        for n in leaves:
+            fh.seek(4096 * (n - 1))
+            fh.write(bytes(range(256)) * 16)
+    with pytest.raises(sqlite3.DatabaseError, match="malformed"):   # the page text is read mid-update
+        Indexer(work).update()
+    assert fts_rows(work).keys() == before   # its pages still indexed
+
+
+def test_a_crawl_resumed_on_a_damaged_index_makes_it_again(tmp_path):
+    """The CLI: a crawl resumed on a crawl directory whose index.db is damaged crawls on, says so
+    in one warning line, and leaves the index a rebuild would make."""
+    d = tmp_path / "crawl"
+    with DemoServer(DemoConfig(hosts=2, pages=120, seed=5, crawl_delay=0)) as srv:
+        args = [sys.executable, "-m", "skitter", "crawl", *srv.web.seeds(), "-o", str(d), "--delay", "0", "--quiet"]
+        first = subprocess.run([*args, "--max-pages", "40"], capture_output=True, text=True, timeout=120)
+        assert first.returncode == 0, first.stderr
+        _damage(d / "index.db")
+        res = subprocess.run([*args, "--max-pages", "100"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "index.db was damaged" in lines[0] and lines[0].startswith("skitter: WARNING:")
+    live = fts_rows(d)
+    Indexer(d).rebuild()
+    assert len(live) > 40 and live == fts_rows(d)
+
+
 def test_recrawled_page_is_replaced_or_removed(crawl, tmp_path):
     d, _, _ = crawl
     work = tmp_path / "c"

@@ -44,7 +44,10 @@ def finish_index(crawl_dir: str | Path) -> dict:
     from .indexer import Indexer   # noqa: PLC0415 - the crawl process needs it only now, its children gone
 
     # in the crawl process, whose memory the summary is measured with: the live step's small cache
-    return Indexer(crawl_dir, cache_kb=LIVE_CACHE_KB).update(exact_anchors=True, pipelined=True).as_dict()
+    stats = Indexer(crawl_dir, cache_kb=LIVE_CACHE_KB).update(exact_anchors=True, pipelined=True).as_dict()
+    if stats["damaged"]:
+        log.warning("%s", stats["damaged"])
+    return stats
 
 
 class LiveIndexer:
@@ -91,6 +94,8 @@ class LiveIndexer:
                     await asyncio.sleep(max(self.pause, 1.0))
                     continue
                 failures = 0
+                if r["damaged"]:
+                    log.warning("%s", r["damaged"])
                 self.steps += 1
                 self.indexed += r["indexed"]
                 self.anchors_refreshed += r["anchors_refreshed"]
