@@ -57,9 +57,9 @@ number of processes at once (they serialise on ``index.db``'s write lock):
 Each chunk of pages commits on its own (watermark included), so searchers see the index grow and
 an interrupted update loses at most one chunk's work.
 
-Durability: ``index.db`` is written without fsync (synchronous=OFF), since all of it is made from
-``crawl.db``. A kill -9 loses nothing, but an OS crash may damage it; then the next update removes
-it and starts a new index from the first fetch (:meth:`Indexer.update`, ``UpdateStats.damaged``).
+A damaged ``index.db`` (a disk error, a copy taken mid-write): all of it is made from ``crawl.db``,
+so the next update removes it and starts a new index from the first fetch (:meth:`Indexer.update`,
+``UpdateStats.damaged``).
 """
 
 from __future__ import annotations
@@ -181,11 +181,9 @@ def open_index(crawl_dir: Path | str, *, readonly: bool = True, cache_kb: int = 
         conn.execute("PRAGMA busy_timeout = 30000")
         if not readonly:
             conn.execute("PRAGMA journal_mode = WAL")
-            # no fsync: the index is made from crawl.db, which keeps its own (synchronous=NORMAL).
-            # A kill -9 loses nothing (the writes are the kernel's); an OS crash or a power loss
-            # may damage the index, and the next update then makes it again (Indexer.update). The
-            # live index process spends 5 % less CPU and 15 % less time (docs/benchmarks.md)
-            conn.execute("PRAGMA synchronous = OFF")
+            # OFF (no fsync) was measured and not kept: 2 % less wall time, 3-4 MB more peak RSS
+            # in the live index process (docs/benchmarks.md, "What the index costs")
+            conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute(f"PRAGMA cache_size = -{int(cache_kb)}")
         if readonly:
             row = conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
@@ -304,9 +302,8 @@ class Indexer:
         """Index what the crawl stored since the last update (at most about ``max_pages`` pages:
         whole chunks). Returns what was done.
 
-        A damaged ``index.db`` (an OS crash while it was written: it keeps no fsync) is removed,
-        and this update starts a new index from the crawl's first fetch (``stats.damaged`` says
-        so). A damaged ``crawl.db`` raises, as before.
+        A damaged ``index.db`` is removed, and this update starts a new index from the crawl's
+        first fetch (``stats.damaged`` says so). A damaged ``crawl.db`` raises, as before.
 
         ``exact_anchors=False`` (for the updates during a crawl and the one when it stops)
         refreshes the anchor text of a page only when its number of incoming anchors at least
