@@ -323,8 +323,8 @@ def _damage(db: Path, keep: int = 1) -> None:
 def test_a_damaged_index_is_made_again_by_the_next_update(crawl, tmp_path, how):
     """index.db is made from crawl.db: the next update removes a damaged index and makes it
     again from the crawl's first fetch, and says so (``stats.damaged``): a live step with its
-    connections kept open, and a whole update, whether SQLite can still open the file (its tables
-    damaged) or not (its header)."""
+    connections kept open, and `skitter index --update`, whether SQLite can still open the file
+    (its tables damaged) or not (its header)."""
     from skitter.index.step import live_close, live_step
 
     d, _, _ = crawl
@@ -341,8 +341,10 @@ def test_a_damaged_index_is_made_again_by_the_next_update(crawl, tmp_path, how):
     finally:
         live_close(str(work))
     _damage(work / "index.db", keep=1 if how == "pages" else 0)
-    stats = Indexer(work).update()
-    assert stats.damaged
+    res = subprocess.run([sys.executable, "-m", "skitter", "index", "--update", "--quiet", str(work)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.startswith("skitter: WARNING: the search index") and len(res.stderr.splitlines()) == 1
     assert fts_rows(work) == fts_rows(d)
     Searcher(work).close()
 
