@@ -310,29 +310,47 @@ def test_an_index_of_an_earlier_layout_is_built_again(crawl, tmp_path, version):
 
 
 
-def _damage(db: Path, keep: int = 1) -> None:
-    """Overwrite every page of ``db`` after its first ``keep`` with garbage (a checkpointed WAL
-    database: its writers closed), as an OS crash with unwritten pages could leave it."""
-    size = db.stat().st_size
+def _damage(db: Path, keep: int = 1, table: str | None = None) -> None:
+    """Overwrite every page of ``db`` after its first ``keep`` with garbage, or (``table``) every
+    leaf page of that table, as a disk error could leave it (``db`` checkpointed: its writers
+    closed)."""
+    pages = None
+    if table is not None:
+        conn = sqlite3.connect(db)
+        pages = [n for (n,) in conn.execute("SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf'", (table,))]
+        conn.close()
+        assert pages
     with open(db, "r+b") as fh:
-        fh.seek(4096 * keep)
-        fh.write(bytes(range(256)) * ((size - 4096 * keep) // 256))
+        if pages is None:
+            fh.seek(4096 * keep)
+            fh.write(bytes(range(256)) * ((db.stat().st_size - 4096 * keep) // 256))
+        for n in pages or ():
+            fh.seek(4096 * (n - 1))
+            fh.write(bytes(range(256)) * 16)
 
 
-@pytest.mark.parametrize("how", ["pages", "header"])
+@pytest.mark.parametrize("how", ["docs", "pages", "header"])
 def test_a_damaged_index_is_made_again_by_the_next_update(crawl, tmp_path, how):
     """index.db is made from crawl.db: the next update removes a damaged index and makes it
-    again from the crawl's first fetch, and says so (``stats.damaged``): a live step with its
-    connections kept open, and `skitter index --update`, whether SQLite can still open the file
-    (its tables damaged) or not (its header)."""
+    again from the crawl's first fetch, and says so (``stats.damaged``), once: a live step with its
+    connections kept open, and `skitter index --update`. The damage shows when the update reads a
+    table (``docs``: the update's retry, its connections opened again), or when SQLite opens the
+    file (every page but the first, or the header too)."""
     from skitter.index.step import live_close, live_step
 
     d, _, _ = crawl
     work = tmp_path / "c"
     work.mkdir()
     shutil.copy(d / "crawl.db", work / "crawl.db")
+
+    def damage():
+        if how == "docs":
+            _damage(work / "index.db", table="docs")
+        else:
+            _damage(work / "index.db", keep=1 if how == "pages" else 0)
+
     Indexer(work, chunk=40).update(max_pages=80)
-    _damage(work / "index.db", keep=1 if how == "pages" else 0)
+    damage()
     step = live_step(str(work), 40)
     try:
         assert step["damaged"] and "made again from the crawl" in step["damaged"]
@@ -340,13 +358,51 @@ def test_a_damaged_index_is_made_again_by_the_next_update(crawl, tmp_path, how):
         assert live_step(str(work), 40)["damaged"] is None          # said once
     finally:
         live_close(str(work))
-    _damage(work / "index.db", keep=1 if how == "pages" else 0)
+    damage()
     res = subprocess.run([sys.executable, "-m", "skitter", "index", "--update", "--quiet", str(work)],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stderr.startswith("skitter: WARNING: the search index") and len(res.stderr.splitlines()) == 1
     assert fts_rows(work) == fts_rows(d)
     Searcher(work).close()
+    damage()
+    Indexer(work).rebuild()                                         # `skitter index DIR` too
+    assert fts_rows(work) == fts_rows(d)
+
+
+def test_a_locked_index_is_not_damaged(crawl, tmp_path):
+    """Only SQLite's "corrupt" or "not a database" makes an index damaged: not a lock another
+    process holds on index.db (its quick check cannot read it then), nor a "corrupt" from crawl.db
+    while index.db is locked. The index is left alone."""
+    d, _, _ = crawl
+    work = tmp_path / "c"
+    work.mkdir()
+    shutil.copy(d / "crawl.db", work / "crawl.db")
+    Indexer(work, chunk=40).update(max_pages=40)
+    before = fts_rows(work)
+    bad = tmp_path / "bad.db"                  # a real "corrupt" error, as crawl.db would raise it
+    shutil.copy(d / "crawl.db", bad)
+    _damage(bad, table="pages")
+    with pytest.raises(sqlite3.DatabaseError) as corrupt:
+        sqlite3.connect(bad).execute("SELECT count(text) FROM pages").fetchone()
+    assert corrupt.value.sqlite_errorcode & 0xFF == sqlite3.SQLITE_CORRUPT
+    holder = sqlite3.connect(work / "index.db", isolation_level=None)
+    holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        probe = sqlite3.connect(work / "index.db", timeout=0)
+        with pytest.raises(sqlite3.OperationalError, match="locked") as locked:
+            probe.execute("SELECT count(*) FROM docs").fetchone()
+        probe.close()
+        ix = Indexer(work)
+        assert not ix._index_damaged(locked.value)
+        assert not ix._index_damaged(indexer_mod.IndexMissingError("cannot open the search index"))
+        assert not ix._index_damaged(corrupt.value)   # its quick check could not read index.db
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert Indexer(work)._index_damaged(corrupt.value) is False   # index.db is sound
+    assert fts_rows(work) == before
 
 
 def test_a_damaged_crawl_database_leaves_the_index_alone(crawl, tmp_path):

@@ -181,7 +181,7 @@ def open_index(crawl_dir: Path | str, *, readonly: bool = True, cache_kb: int = 
         conn.execute("PRAGMA busy_timeout = 30000")
         if not readonly:
             conn.execute("PRAGMA journal_mode = WAL")
-            # OFF (no fsync) was measured and not kept: 2 % less wall time, 3-4 MB more peak RSS
+            # OFF (no fsync) was measured and not kept: 2 % less wall time, about 4 MB more peak RSS
             # in the live index process (docs/benchmarks.md, "What the index costs")
             conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute(f"PRAGMA cache_size = -{int(cache_kb)}")
@@ -193,7 +193,7 @@ def open_index(crawl_dir: Path | str, *, readonly: bool = True, cache_kb: int = 
                                         f"run `skitter index {crawl_dir}`")
     except sqlite3.Error as exc:
         raise IndexMissingError(f"cannot open the search index {path}: {exc}"
-                                f" (`skitter index {crawl_dir}` builds it again)") from None
+                                f" (`skitter index {crawl_dir}` builds it again)") from exc
     return conn
 
 
@@ -292,7 +292,9 @@ class Indexer:
                 idx.execute("VACUUM")
             finally:
                 idx.close()
-        except sqlite3.DatabaseError:   # a damaged database: start from nothing
+        except (sqlite3.DatabaseError, IndexMissingError) as exc:   # a damaged database: start from nothing
+            if not _corrupt(exc):
+                raise
             _remove_index(path)
         return self.update(progress=progress, optimize=optimize, pipelined=True)
 
@@ -344,25 +346,24 @@ class Indexer:
         _remove_index(index_path(self.crawl_dir))
 
     def _index_damaged(self, exc: Exception) -> bool:
-        """Whether ``exc`` (raised by an update) comes from a damaged ``index.db``: FTS5 found its
-        own data corrupt (crawl.db has no FTS5 table), or the file fails SQLite's quick check."""
-        if isinstance(exc, sqlite3.DatabaseError):
-            code = getattr(exc, "sqlite_errorcode", None)
-            if code is None or code & 0xFF not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
-                return False
-            if code == _SQLITE_CORRUPT_VTAB:
-                return True
+        """Whether ``exc`` (raised by an update) comes from a damaged ``index.db``: SQLite said
+        "corrupt" or "not a database" and either FTS5 said it (crawl.db has no FTS5 table) or
+        index.db fails SQLite's quick check. A locked, unreadable or full index is not damaged."""
+        if not _corrupt(exc):
+            return False
+        if getattr(exc, "sqlite_errorcode", None) == _SQLITE_CORRUPT_VTAB:
+            return True
         path = index_path(self.crawl_dir)
         if not path.exists():
             return False
         try:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
             try:
                 row = conn.execute("PRAGMA quick_check(1)").fetchone()
             finally:
                 conn.close()
-        except sqlite3.DatabaseError:
-            return True
+        except sqlite3.Error as check:
+            return _corrupt(check)
         return row is None or row[0] != "ok"
 
     def _update(self, *, progress: Callable[[UpdateStats], None] | None, optimize: bool,
@@ -370,7 +371,7 @@ class Indexer:
         t0 = time.perf_counter()
         stats = UpdateStats()
         conns = self._conns if self._conns is not None else self._open_or_start_again()
-        stats.damaged, self._damaged = self._damaged, None
+        stats.damaged = self._damaged   # cleared when these stats are returned: said once
         kept = self._conns is not None
         crawl, idx = conns
         try:
@@ -407,6 +408,7 @@ class Indexer:
                 idx.close()
                 crawl.close()
         stats.seconds = time.perf_counter() - t0
+        self._damaged = None
         return stats
 
     def status(self) -> dict:
@@ -620,6 +622,15 @@ def _is_sqlite(path: Path) -> bool:
     with open(path, "rb") as fh:
         head = fh.read(16)
     return head == b"SQLite format 3\x00" or head == b""
+
+
+def _corrupt(exc: BaseException) -> bool:
+    """Whether SQLite said the file is corrupt or not a database (for an IndexMissingError from
+    :func:`open_index`: the SQLite error it wraps)."""
+    if isinstance(exc, IndexMissingError):
+        exc = exc.__cause__   # type: ignore[assignment]
+    code = getattr(exc, "sqlite_errorcode", None) if isinstance(exc, sqlite3.Error) else None
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
 
 def _remove_index(path: Path) -> None:

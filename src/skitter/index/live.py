@@ -20,6 +20,7 @@ the analyzer's vocabulary (``analyze.VOCABULARY`` words).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 from pathlib import Path
@@ -81,7 +82,7 @@ class LiveIndexer:
             failures = 0
             while True:
                 try:
-                    r = await pool.submit(live_step, self.directory, self.step, self.cache_kb)
+                    r = await self._step(pool)
                 except (SkitterError, ProcessDied) as exc:   # e.g. an index from another version
                     log.warning("live indexing stopped: %s", exc)
                     return
@@ -94,8 +95,6 @@ class LiveIndexer:
                     await asyncio.sleep(max(self.pause, 1.0))
                     continue
                 failures = 0
-                if r["damaged"]:
-                    log.warning("%s", r["damaged"])
                 self.steps += 1
                 self.indexed += r["indexed"]
                 self.anchors_refreshed += r["anchors_refreshed"]
@@ -107,3 +106,20 @@ class LiveIndexer:
                      self.steps, self.indexed, self.anchors_refreshed, self.busy_seconds)
             if own:
                 await pool.close()
+
+    async def _step(self, pool: ProcessPool) -> dict:
+        """One step in ``pool``; its warning (a damaged index made again) is logged even when the
+        crawl stops during the step: the step finishes in its process anyway (the pool's close
+        waits for it), and a warning lost there would never be given again."""
+        step = asyncio.ensure_future(pool.submit(live_step, self.directory, self.step, self.cache_kb))
+        try:
+            r = await asyncio.shield(step)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                r = await step
+                if r["damaged"]:
+                    log.warning("%s", r["damaged"])
+            raise
+        if r["damaged"]:
+            log.warning("%s", r["damaged"])
+        return r
