@@ -48,7 +48,9 @@ from .crawllog import crawl_log
 from .decide import Decision, Rules, decide
 from .neardup import DuplicateTests
 from .errors import BadSeedError, SkitterError
+from .depthrepair import missing
 from .frontier.base import Durable, Frontier, Reprioritizing
+from .frontier.local import LocalFrontier
 from .index.live import LiveIndexer
 from .linkfilter import LinkFilter
 from .models import Candidate, FetchResult, Outcome, Page
@@ -141,6 +143,8 @@ class Crawler:
                          stop=self.stop)
         self.watchdog = Watchdog(store.directory, describe=self.describe_wait, on_stop=self.interrupt,
                                  has_work=self._has_work, stall_after=config.stall_after)
+        if scorer.name == "dfs" and forms is None and recrawl is None and isinstance(frontier, LocalFrontier):
+            frontier.refill = self._refill_depths   # (a distributed crawl: not yet, docs/strategies.md)
 
     @property
     def directory(self):
@@ -435,6 +439,26 @@ class Crawler:
         assert forms is not None   # called only with --forms
         while cands := forms.submissions():
             forms.enqueued(cands, await self._enqueue(cands))
+
+    def _refill_depths(self) -> int:
+        """The frontier ran dry (dfs): the URLs that are within ``--max-depth`` by their shortest
+        path through the stored links but were cut because the crawl found them deeper first
+        (skitter.depthrepair), into the frontier at that depth. Returns how many went in."""
+        t0 = time.perf_counter()
+        found = missing(self.store.db.conn, self.config.max_depth)
+        reason = self.link_filter.reject_reason   # (counts nothing: a walk meets every link again)
+        # dfs's priority is the depth (strategies.dfs.DepthFirst.score: the parent's depth + 1)
+        cands = [Candidate(url=url, depth=depth, parent=parent, priority=float(depth))
+                 for url, depth, parent in found if reason(url, depth) is None]
+        frontier = self.frontier
+        assert isinstance(frontier, LocalFrontier)
+        new = frontier.admit(cands)
+        for cand in new:
+            self.link_filter.admitted_new(cand.url)
+        if found:
+            log.info("depth: %d URLs within --max-depth %d by a shorter path found in %.2f s, %d into the frontier",
+                     len(found), self.config.max_depth, time.perf_counter() - t0, len(new))
+        return len(new)
 
     def _skip(self, cand: Candidate, error: str, visit: Visit | None = None) -> Outcome:
         """A URL decided without a request (robots.txt): a record with no status and no order.

@@ -753,3 +753,33 @@ def test_a_host_due_between_two_clock_readings_does_not_spin(tmp_path):
     assert first.url != second.url
     assert reads < 20
     db.close()
+
+
+def test_a_dry_frontier_asks_its_refill_once_per_drain(tmp_path):
+    """``refill`` (the crawl loop's depth walk under dfs) is asked when nothing is ready, waiting or
+    in flight; what it admits is handed out, and it is asked again only after a URL finished since
+    (a walk that found nothing would find nothing again)."""
+    db, f, _ = make(tmp_path)
+    asks: list[int] = []
+    more = [["http://b.test/1", "http://b.test/2"], []]
+
+    def refill() -> int:
+        asks.append(1)
+        return len(f.admit([cand(u, depth=2) for u in more.pop(0)])) if more else 0
+
+    f.refill = refill
+
+    async def go():
+        f.admit([cand("http://a.test/")])
+        got = []
+        while (c := await poll(f)) is not None:
+            assert c is not BLOCKED
+            got.append(c)
+            f.finish(c, Outcome(requested=True))
+        assert await poll(f) is None and len(asks) == 2   # nothing finished since the last ask
+        return got
+
+    got = asyncio.run(go())
+    assert [(c.url, c.depth) for c in got] == [("http://a.test/", 0), ("http://b.test/1", 2), ("http://b.test/2", 2)]
+    assert len(asks) == 2   # dry after a.test (2 in), after the b.test URLs (nothing), never again
+    db.close()

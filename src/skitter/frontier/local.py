@@ -31,7 +31,7 @@ import heapq
 from bisect import insort
 from collections import deque
 from dataclasses import replace
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..clock import SYSTEM, Clock
 from ..models import Candidate, Outcome
@@ -121,6 +121,12 @@ class LocalFrontier:
         self._wake = asyncio.Event()
         self._stopped = False
         self._leases: dict[int, int] = {}    # fingerprint in flight -> its HostClock start token
+        # Asked for more URLs when the frontier runs dry, once per drain (no URL finished since the
+        # last ask: it found what there was to find); admits them itself and returns how many.
+        # The crawl loop sets it for dfs (skitter.depthrepair).
+        self.refill: Callable[[], int] | None = None
+        self._finished = 0
+        self._refilled = -1
         self._queued = 0
         self.seq = db.counts()["max_seq"]
         self._load(mono)
@@ -349,6 +355,10 @@ class LocalFrontier:
             if cand is not None:
                 return cand
             if not self._timers and not self._ready and not self._leases:
+                if self.refill is not None and self._refilled != self._finished:
+                    self._refilled = self._finished
+                    if self.refill():
+                        continue
                 # Nothing waits and nothing can bring new work: the crawl is exhausted.
                 self._wake.set()
                 return None
@@ -375,6 +385,7 @@ class LocalFrontier:
         now = self.clock.monotonic()
         fp = fingerprint(candidate.url)
         token = self._leases.pop(fp, None)
+        self._finished += 1
         if outcome.crawl_delay is not None:   # first: the next gap is the new one
             h.clock.crawl_delay = outcome.crawl_delay
         if outcome.requested:
