@@ -27,50 +27,58 @@ __all__ = ["missing"]
 _BATCH = 500
 
 
-def missing(conn: sqlite3.Connection, max_depth: int) -> list[tuple[str, int, str]]:
+def missing(conn: sqlite3.Connection, max_depth: int) -> list[tuple[str, int, str | None]]:
     """``(url, depth, parent url)`` of the URLs within ``max_depth`` hops of a seed by the stored
     links that the crawl has not admitted (not in ``urls``), each at its shortest depth, in the
-    order the walk reaches them."""
-    depth_of: dict[int, int] = {}
-    url_of: dict[int, str] = {}
+    order the walk reaches them. Memory: a set of the fingerprints reached (about 60 bytes each)
+    and one level at a time; URL strings only of the URLs it returns."""
+    reached: set[int] = set()
     level: list[int] = []
-    for fp, url, depth in conn.execute("SELECT fp, url, depth FROM urls WHERE parent IS NULL ORDER BY seq"):
-        if depth == 0 and fp not in depth_of:
-            depth_of[fp] = 0
-            url_of[fp] = url
+    for (fp,) in conn.execute("SELECT fp FROM urls WHERE parent IS NULL AND depth = 0 ORDER BY seq"):
+        if fp not in reached:
+            reached.add(fp)
             level.append(fp)
-    redirects: dict[int, list[tuple[int, str]]] = {}
-    for fp, url, parent in conn.execute("SELECT fp, url, parent FROM urls WHERE redirects > 0 AND parent IS NOT NULL"):
-        redirects.setdefault(fingerprint(parent), []).append((fp, url))
-    found: list[tuple[int, int]] = []   # (fp, parent fp) of URLs reached and not yet known to be admitted
+    redirects: dict[int, list[int]] = {}   # a redirect's source -> its targets (same depth)
+    for fp, parent in conn.execute("SELECT fp, parent FROM urls WHERE redirects > 0 AND parent IS NOT NULL"):
+        redirects.setdefault(fingerprint(parent), []).append(fp)
+    out: list[tuple[str, int, str | None]] = []
     d = 0
     while level and d < max_depth:
-        # a redirect's target has its source's depth: the level grows with them before it is expanded
         i = 0
-        while i < len(level):
-            for fp, url in redirects.get(level[i], ()):
-                if fp not in depth_of:
-                    depth_of[fp] = d
-                    url_of[fp] = url
+        while i < len(level):   # a redirect's target is on its source's level
+            for fp in redirects.get(level[i], ()):
+                if fp not in reached:
+                    reached.add(fp)
                     level.append(fp)
             i += 1
         nxt: list[int] = []
         for k in range(0, len(level), _BATCH):
             srcs = level[k:k + _BATCH]
-            rows = conn.execute(f"SELECT src, dst, dst_url FROM links WHERE src IN ({','.join('?' * len(srcs))})"
-                                " AND nofollow = 0 ORDER BY rowid", srcs).fetchall()
-            for src, dst, dst_url in rows:
-                if dst not in depth_of:
-                    depth_of[dst] = d + 1
-                    url_of[dst] = dst_url
+            new: list[tuple[int, int, str]] = []   # (dst, src, dst_url) first reached here
+            for src, dst, dst_url in conn.execute(
+                    f"SELECT src, dst, dst_url FROM links WHERE src IN ({','.join('?' * len(srcs))})"
+                    " AND nofollow = 0 ORDER BY rowid", srcs):
+                if dst not in reached:
+                    reached.add(dst)
                     nxt.append(dst)
-                    found.append((dst, src))
+                    new.append((dst, src, dst_url))
+            out.extend(_not_admitted(conn, new, d + 1))
         level = nxt
         d += 1
-    out: list[tuple[str, int, str]] = []
-    for k in range(0, len(found), _BATCH):
-        part = found[k:k + _BATCH]
-        fps = [f for f, _ in part]
-        have = {row[0] for row in conn.execute(f"SELECT fp FROM urls WHERE fp IN ({','.join('?' * len(fps))})", fps)}
-        out.extend((url_of[f], depth_of[f], url_of[p]) for f, p in part if f not in have)
+    return out
+
+
+def _not_admitted(conn: sqlite3.Connection, new: list[tuple[int, int, str]],
+                  depth: int) -> list[tuple[str, int, str | None]]:
+    """Those of ``new`` that are not in ``urls``, as ``(url, depth, parent url)``."""
+    out: list[tuple[str, int, str | None]] = []
+    for k in range(0, len(new), _BATCH):
+        part = new[k:k + _BATCH]
+        marks = ",".join("?" * len(part))
+        have = {row[0] for row in conn.execute(f"SELECT fp FROM urls WHERE fp IN ({marks})", [p[0] for p in part])}
+        todo = [p for p in part if p[0] not in have]
+        if todo:
+            srcs = sorted({p[1] for p in todo})
+            url_of = dict(conn.execute(f"SELECT fp, url FROM urls WHERE fp IN ({','.join('?' * len(srcs))})", srcs))
+            out.extend((url, depth, url_of.get(src)) for _, src, url in todo)
     return out
