@@ -5,20 +5,27 @@ A URL's depth is the one it was first found at. ``bfs`` finds every URL by a sho
 that links to it from depth 2, found later, changes nothing (the URL-seen test). Pages within the
 depth limit only through it were then never fetched (docs/strategies.md).
 
-:func:`missing` finds them in what the crawl stored: a breadth-first walk of the stored link graph
-(``links`` of the fetched pages, nofollow links left out, and redirects, which keep their source's
-depth) from the URLs that have no parent (the seeds), to ``max_depth`` hops, gives each URL its
-shortest depth; the URLs it reaches that are not in ``urls`` are the ones the depth limit wrongly
-cut. The crawl loop asks for them when its frontier runs dry (``LocalFrontier.refill``) and crawls
-them at their shortest depth; what they link to is found at its own shortest depth, or by the
-next walk, so the walks stop when one finds nothing. It reads the database only, one indexed query
-per 500 pages of a level (``links_src``), and is run once per drained frontier, not per link: the
-hot path (the URL-seen test, in memory) is unchanged.
+:func:`missing` finds them in what the crawl stored: a breadth-first walk from the seeds (the URLs
+without a parent at depth 0), to ``max_depth`` hops, over
+
+- the ``links`` of the fetched pages, nofollow links left out (a page-level nofollow is stored on
+  every link of the page);
+- redirects (a fetch whose ``final_url`` is another URL), whose target keeps its source's depth;
+- an exact duplicate that has no links of its own stored (the crawl did not follow them: they
+  lead where its original's do) has its original's links, at its own depth.
+
+It gives each URL its shortest depth; the URLs it reaches that are not in ``urls`` and that
+``keep`` accepts (the link filter's URL-only checks) are the ones the depth limit wrongly cut. The
+crawl loop asks for them when its frontier runs dry (``LocalFrontier.refill``) and crawls them at
+that depth; what they link to is found at its own shortest depth, or by the next walk, so the
+walks stop when one admits nothing. It reads the database only (``links_src``: one query per 500
+pages of a level) and only when the frontier is dry: the hot path, the URL-seen test, is unchanged.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from .urlhash import fingerprint
 
@@ -27,20 +34,24 @@ __all__ = ["missing"]
 _BATCH = 500
 
 
-def missing(conn: sqlite3.Connection, max_depth: int) -> list[tuple[str, int, str | None]]:
+def missing(conn: sqlite3.Connection, max_depth: int,
+            keep: Callable[[str], bool] = lambda url: True) -> list[tuple[str, int, str | None]]:
     """``(url, depth, parent url)`` of the URLs within ``max_depth`` hops of a seed by the stored
-    links that the crawl has not admitted (not in ``urls``), each at its shortest depth, in the
-    order the walk reaches them. Memory: a set of the fingerprints reached (about 60 bytes each)
-    and one level at a time; URL strings only of the URLs it returns."""
+    links that the crawl has not admitted (not in ``urls``) and ``keep`` accepts, each at its
+    shortest depth, in the order the walk reaches them. Memory: a set of the fingerprints reached
+    (about 80 bytes each) and one level at a time; URL strings only of the URLs it returns."""
     reached: set[int] = set()
     level: list[int] = []
     for (fp,) in conn.execute("SELECT fp FROM urls WHERE parent IS NULL AND depth = 0 ORDER BY seq"):
         if fp not in reached:
             reached.add(fp)
             level.append(fp)
-    redirects: dict[int, list[int]] = {}   # a redirect's source -> its targets (same depth)
-    for fp, parent in conn.execute("SELECT fp, parent FROM urls WHERE redirects > 0 AND parent IS NOT NULL"):
-        redirects.setdefault(fingerprint(parent), []).append(fp)
+    redirects: dict[int, list[int]] = {}   # a redirect's source -> its target (same depth)
+    for fp, final_url in conn.execute("SELECT fp, final_url FROM fetches WHERE final_url IS NOT NULL"
+                                      " AND final_url != url AND error IS NULL"):
+        redirects.setdefault(fp, []).append(fingerprint(final_url))
+    original = {fp: fingerprint(dup) for fp, dup in conn.execute(
+        "SELECT fp, duplicate_of FROM fetches WHERE duplicate_of IS NOT NULL")}
     out: list[tuple[str, int, str | None]] = []
     d = 0
     while level and d < max_depth:
@@ -54,18 +65,27 @@ def missing(conn: sqlite3.Connection, max_depth: int) -> list[tuple[str, int, st
         nxt: list[int] = []
         for k in range(0, len(level), _BATCH):
             srcs = level[k:k + _BATCH]
+            rows = _links(conn, srcs)
+            linked = {src for src, _, _ in rows}
+            dups = [original[fp] for fp in srcs if fp in original and fp not in linked]
+            if dups:   # an exact duplicate whose links the crawl did not follow: its original's
+                rows += _links(conn, dups)
             new: list[tuple[int, int, str]] = []   # (dst, src, dst_url) first reached here
-            for src, dst, dst_url in conn.execute(
-                    f"SELECT src, dst, dst_url FROM links WHERE src IN ({','.join('?' * len(srcs))})"
-                    " AND nofollow = 0 ORDER BY rowid", srcs):
+            for src, dst, dst_url in rows:
                 if dst not in reached:
                     reached.add(dst)
                     nxt.append(dst)
-                    new.append((dst, src, dst_url))
+                    if keep(dst_url):
+                        new.append((dst, src, dst_url))
             out.extend(_not_admitted(conn, new, d + 1))
         level = nxt
         d += 1
     return out
+
+
+def _links(conn: sqlite3.Connection, srcs: list[int]) -> list[tuple[int, int, str]]:
+    return conn.execute(f"SELECT src, dst, dst_url FROM links WHERE src IN ({','.join('?' * len(srcs))})"
+                        " AND nofollow = 0 ORDER BY rowid", srcs).fetchall()
 
 
 def _not_admitted(conn: sqlite3.Connection, new: list[tuple[int, int, str]],
