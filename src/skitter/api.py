@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ from .clock import SYSTEM, Clock
 from .config import CrawlConfig
 from .neardup import DuplicateTests, NearDupIndex
 from .frontier.base import Frontier
+from .frontier.local import LocalFrontier
 from .frontier.politeness import Politeness
 from .linkfilter import LinkFilter
 from .loop import Crawler, check_seeds
@@ -65,8 +67,6 @@ def build_crawler(directory: Path | str, config: CrawlConfig, *,
             scorer.restore(store.replay_seeds(), store.replay_pages())
         front: Frontier
         if frontier is None:
-            from .frontier.local import LocalFrontier
-
             front = LocalFrontier(store.db, Politeness(delay=config.delay, per_host=config.per_host,
                                                           adaptive=config.adaptive_delay,
                                                           max_crawl_delay=config.max_crawl_delay,
@@ -96,10 +96,15 @@ def build_crawler(directory: Path | str, config: CrawlConfig, *,
             from .recrawl.revisit import Recrawl
 
             recrawl = Recrawl(store, config, clock, front, until=until)
-        return Crawler(config=config, seeds=seeds, store=store, frontier=front, transport=transport,
-                       robots=robots, scorer=scorer, link_filter=link_filter,
-                       duplicates=duplicates, clock=clock, analyse_options=_analyse_options(config, scorer, duplicates),
-                       on_progress=on_progress, forms=forms, recrawl=recrawl)
+        crawler = Crawler(config=config, seeds=seeds, store=store, frontier=front, transport=transport,
+                          robots=robots, scorer=scorer, link_filter=link_filter,
+                          duplicates=duplicates, clock=clock, analyse_options=_analyse_options(config, scorer, duplicates),
+                          on_progress=on_progress, forms=forms, recrawl=recrawl)
+        if scorer.name == "dfs" and forms is None and recrawl is None and isinstance(front, LocalFrontier):
+            # dfs under --max-depth: the URLs it cut because it found them deeper first, when the
+            # frontier runs dry (skitter.depthrepair; a distributed crawl: not yet, docs/strategies.md)
+            front.refill = partial(crawler.refill_depths, front)
+        return crawler
     except BaseException:
         store.close()
         raise

@@ -50,7 +50,6 @@ from .neardup import DuplicateTests
 from .errors import BadSeedError, SkitterError
 from .depthrepair import missing
 from .frontier.base import Durable, Frontier, Reprioritizing
-from .frontier.local import LocalFrontier
 from .index.live import LiveIndexer
 from .linkfilter import LinkFilter
 from .models import Candidate, FetchResult, Outcome, Page
@@ -63,8 +62,9 @@ from .transport import Transport
 from .urls import URLError, canonicalize, host_key
 from .watchdog import Watchdog
 
-if TYPE_CHECKING:   # only with --forms: it loads the HTML parser into the crawl process
-    from .formcrawl import FormCrawl
+if TYPE_CHECKING:
+    from .formcrawl import FormCrawl   # only with --forms: it loads the HTML parser into the crawl process
+    from .frontier.local import LocalFrontier   # refill_depths' frontier (the loop names no backend)
     from .recrawl.revisit import Recrawl, Visit   # only with a recrawl (cli.py's recrawl passes one)
 
 log = logging.getLogger(__name__)
@@ -143,8 +143,6 @@ class Crawler:
                          stop=self.stop)
         self.watchdog = Watchdog(store.directory, describe=self.describe_wait, on_stop=self.interrupt,
                                  has_work=self._has_work, stall_after=config.stall_after)
-        if scorer.name == "dfs" and forms is None and recrawl is None and isinstance(frontier, LocalFrontier):
-            frontier.refill = self._refill_depths   # (a distributed crawl: not yet, docs/strategies.md)
 
     @property
     def directory(self):
@@ -440,19 +438,19 @@ class Crawler:
         while cands := forms.submissions():
             forms.enqueued(cands, await self._enqueue(cands))
 
-    def _refill_depths(self) -> int:
-        """The frontier ran dry (dfs): the URLs that are within ``--max-depth`` by their shortest
-        path through the stored links but were cut because the crawl found them deeper first
-        (skitter.depthrepair), into the frontier at that depth, through the link filter one at a
-        time (host budgets counted as they go). Returns how many went in. It runs on the event
-        loop: about 0.5 s for a 20,000-page crawl, once or twice at its end (docs/strategies.md)."""
+    def refill_depths(self, frontier: LocalFrontier) -> int:
+        """``frontier`` (this crawl's, local) ran dry under dfs: the URLs that are within
+        ``--max-depth`` by their shortest path through the stored links but were cut because the
+        crawl found them deeper first (skitter.depthrepair), into the frontier at that depth,
+        through the link filter one at a time (host budgets counted as they go). Returns how many
+        went in. It runs on the event loop: about 0.5 s for a 20,000-page crawl, once or twice at
+        its end (docs/strategies.md). The composition root (skitter.api) hands it to the frontier
+        as its ``refill``."""
         if not self._budget_left():
             return 0
         t0 = time.perf_counter()
         found = missing(self.store.db.conn, self.config.max_depth, keep=self.link_filter.may_enter)
         reason, admitted = self.link_filter.reject_reason, self.link_filter.admitted_new
-        frontier = self.frontier
-        assert isinstance(frontier, LocalFrontier)
         n = 0
         for url, depth, parent in found:
             if reason(url, depth) is None:
