@@ -90,6 +90,25 @@ def _last_in_body(node) -> bool:
     return True
 
 
+#: Landmarks that are content inside ``<main>`` or ``<article>``: a list of results or records
+#: (a search result page's ``<main><ul>``) and an article's own header (its title and byline).
+_CONTENT_LANDMARKS = frozenset({"ul", "header"})
+
+
+def _in_content(node) -> bool:
+    """Whether ``node`` is inside ``<main>``, ``<article>`` or an element of role main (asked of
+    landmarks near the top of ``<body>`` only: a climb of at most three elements)."""
+    parent = node.parent
+    while parent is not None and parent.tag not in ("body", "html"):
+        if parent.tag in ("main", "article"):
+            return True
+        role = parent.attributes.get("role") if parent.attributes else None
+        if role is not None and role.strip().lower() == "main":
+            return True
+        parent = parent.parent
+    return False
+
+
 def is_boilerplate(node, depth: int | None = None) -> bool:
     """Whether the element ``node`` (a selectolax lexbor node) and everything in it is boilerplate.
     ``depth``: its ``depth_below_body`` when the caller knows it (computed when a rule needs it)."""
@@ -124,7 +143,7 @@ def is_boilerplate(node, depth: int | None = None) -> bool:
     if tag in LANDMARKS:
         if depth is None:
             depth = depth_below_body(node)
-        if depth < 3 and tag != "footer":
+        if depth < 3 and tag != "footer" and not (tag in _CONTENT_LANDMARKS and _in_content(node)):
             return True       # site headers, navigation and side bars sit near the top of <body>
     if tag == "footer" or (words and _FOOTER.search(both)):
         if depth is None:

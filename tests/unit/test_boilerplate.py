@@ -41,6 +41,19 @@ def test_landmarks_near_the_top_of_body_go_deep_ones_stay() -> None:
         assert "Landmark" in main_of(deep.format(inner) + f"<p>{ARTICLE}</p>"), tag
 
 
+def test_a_list_or_a_header_inside_main_or_article_is_content() -> None:
+    """A search result page's records in ``<main><ul>``, an article's own ``<header>``: content
+    (a form's result pages told apart by their main text, skitter.forms.result_signature); site
+    navigation in ``<main>`` stays boilerplate, and so does a list beside ``<main>``."""
+    results = "<ul><li><a href='/r/1'>Record words one</a></li><li>Record words two</li></ul>"
+    for wrap in ("<main>{}</main>", "<div><main>{}</main></div>", "<article>{}</article>",
+                 "<div role='main'>{}</div>"):
+        assert "Record words two" in main_of(wrap.format(results) + f"<p>{ARTICLE}</p>"), wrap
+    assert "Byline words" in main_of(f"<article><header>Byline words</header><p>{ARTICLE}</p></article>")
+    assert "Menu words" not in main_of(f"<main><nav>Menu words</nav><p>{ARTICLE}</p></main>")
+    assert "Side words" not in main_of(f"<ul><li>Side words</li></ul><main><p>{ARTICLE}</p></main>")
+
+
 def test_a_footer_is_boilerplate_near_body_or_at_the_end_of_the_page() -> None:
     deep_last = "<div><div><div><p>{}</p><footer>Footer words</footer></div></div></div>"
     assert "Footer" not in main_of(deep_last.format(ARTICLE))
