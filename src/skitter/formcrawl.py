@@ -51,7 +51,7 @@ from .robots.cache import RobotsCache
 from .store.crawlstore import CrawlStore, iso
 from .store.forms import RECORD, RESULTS, SUBMISSION, FormRecords
 from .strategies import ParentContext, Scorer
-from .urls import in_scope
+from .urls import host_key, in_scope
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,9 @@ RESULT_PAGES = 20
 #: Planners kept in memory at once; forms found beyond wait in the database (status ``queued``) and
 #: start as earlier ones finish.
 ACTIVE = 32
+#: Forms planned per host at most: a site's searches are a few forms; one that offers a new form
+#: with every page (what the form key's id rule does not catch) costs at most this many budgets.
+FORMS_PER_HOST = 10
 #: Submissions asked of a planner at a time (it keeps at most 8 unreported: ``max_pending``).
 BATCH = 4
 #: How much a further result page's priority exceeds its submission's: enough to come first.
@@ -126,6 +129,7 @@ class FormCrawl:
         self._deferred: dict[str, list[Candidate]] = {}
         self._pages: Counter[str] = Counter()   # further result pages admitted per submission
         self._memo: tuple[str | None, Via | None] = (None, None)
+        self._planned: Counter[str] = Counter(host_key(a) for a in self.records.planned_actions())
         self._restore()
         store.before_commit.append(self.flush)
 
@@ -278,6 +282,7 @@ class FormCrawl:
                 if refusal is not None:
                     status, reason = "refused", refusal
                 else:
+                    self._planned[host_key(form.action or cand.url)] += 1
                     depth = cand.depth + 1
                     priority = self._priority(cand, page, form)
                     planner = FormPlanner(form, budget=self.config.form_budget, seed_words=self.seed_words,
@@ -300,6 +305,8 @@ class FormCrawl:
             return "the action is outside the crawl's scope"
         if depth > self.config.max_depth:
             return "the form's page is at --max-depth"
+        if self._planned[host_key(action)] >= FORMS_PER_HOST:
+            return f"{FORMS_PER_HOST} forms of its host are planned already (FORMS_PER_HOST)"
         if self.config.obey_robots:
             rules = self.robots.cached(action)
             if rules is not None and rules.reason is None and not rules.allowed(action):

@@ -92,9 +92,13 @@ class Form:
     @property
     def key(self) -> str:
         """The form's identity across pages: method, action and the inputs' kinds and names (not
-        their values: a result page repeats its search form with the query filled in)."""
+        their values: a result page repeats its search form with the query filled in). In the
+        action's path a segment of digits counts as any number: the form each record page has
+        for itself (``/recipe/17/rate``, ``/item/203/notes``) is one form, planned once, not one
+        planner per record."""
         parts = sorted({f"{i.kind}:{i.name}" for i in self.inputs})
-        return xxhash.xxh3_64_hexdigest("|".join([self.method, self.action or "", *parts]).encode())
+        action = _ID_SEGMENT.sub("/#", self.action or "")
+        return xxhash.xxh3_64_hexdigest("|".join([self.method, action, *parts]).encode())
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -108,6 +112,9 @@ class Form:
 
 
 # ------------------------------------------------------------------------------------------ extraction
+
+#: A path segment of digits (a record's number) in a form's action: ``Form.key`` reads it as any.
+_ID_SEGMENT = re.compile(r"/\d+(?=[/?#;]|$)")
 
 _CONTROLS = "form, input, select, textarea, button"
 _TYPE_KIND = {"text": "text", "search": "search", "hidden": "hidden", "submit": "submit",
@@ -316,17 +323,19 @@ _FORM_WORDS = frozenset("""
     password passwd subscribe subscription unsubscribe newsletter mailinglist vote voting poll
     comment reply cart basket checkout wishlist purchase buy donate donation payment contact
     feedback enquiry inquiry message captcha upload delete remove rsvp survey booking reservation
+    rate rating join enroll enrol
     """.split())
 #: The same, written as two or three words.
 _FORM_PHRASES = ("log in", "log on", "sign in", "sign up", "sign on", "log out", "sign out",
                  "add to cart", "add to basket", "add to bag", "buy now", "place order", "order now",
                  "mailing list", "create account", "my account", "forgot password", "reset password",
-                 "check out", "e mail", "post comment", "leave a comment", "write a review")
+                 "check out", "e mail", "post comment", "leave a comment", "write a review",
+                 "add your", "your own", "share your", "tell us")
 #: Words in an input's name, id, label or placeholder that ask for something a search never asks
 #: for: credentials, contact details, a message, a quantity to buy.
 _FIELD_WORDS = frozenset("""
-    email mail password passwd pwd username login comment message quantity qty captcha phone
-    telephone cvv cvc
+    email mail password passwd pwd username user userid login pin passcode pincode comment message
+    quantity qty captcha phone telephone cvv cvc
     """.split())
 _FIELD_PHRASES = ("e mail", "user name", "your name", "first name", "last name", "credit card",
                   "card number")
@@ -391,6 +400,8 @@ def classify(form: Form) -> tuple[bool, str]:
             hit = _match(_words(inp.name, inp.id, inp.label), _FIELD_WORDS, _FIELD_PHRASES)
             if hit:
                 return False, f"input {inp.name!r} asks for {hit!r}"
+            if inp.kind in FREE_TEXT and any("@" in x for x in (inp.label, *inp.default)):
+                return False, f"input {inp.name!r} asks for an e-mail address (its placeholder or value)"
     for inp in form.inputs:
         if inp.kind == "textarea":
             return False, f"textarea {inp.name!r}: it asks for a message, a search asks for a few words"
@@ -768,8 +779,11 @@ class FormPlanner:
         return [s for s in map(self.order.__getitem__, t.subs) if s.signature is not None]
 
     def _verdict(self, done: list[_Submission]) -> str | None:
-        """None if these submissions are informative and productive, else why not."""
-        distinct = len({s.signature for s in done})
+        """None if these submissions are informative and productive, else why not. A submission
+        that found links new to the crawl showed a result page unlike every earlier one, whatever
+        its signature says (a site whose result list the main text misses gives every query the
+        same signature): the distinct pages counted are at least those."""
+        distinct = max(len({s.signature for s in done}), sum(1 for s in done if s.new_links))
         if distinct < 2 or distinct < self.params["tau"] * len(done):
             return f"not informative: {distinct} distinct result pages of {len(done)}"
         if not any(s.new_links for s in done):

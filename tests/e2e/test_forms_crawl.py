@@ -58,7 +58,7 @@ def test_forms_from_the_command_line(tmp_path, hidden_server) -> None:
         "SELECT action, method, status, reason, submitted FROM forms")}
     assert forms[("login", "post")][0] == "never" and forms[("newsletter", "get")][0] == "never"
     comments = [s for a, s in conn.execute("SELECT action, status FROM forms") if a.endswith("/comment")]
-    assert len(comments) >= 100 and set(comments) == {"never"}   # one a record page, none sent
+    assert comments == ["never"]   # one a record page, its action naming the record: one form, never sent
     assert forms[("advanced", "get")][0] == "refused" and "robots" in forms[("advanced", "get")][1]
     status, _, submitted = forms[("search", "get")]
     assert status in ("done", "active") and 0 < submitted <= 150
@@ -257,3 +257,46 @@ def test_an_action_outside_the_scope_is_never_submitted(tmp_path) -> None:
         assert other.log == [], other.log
     (form,) = summary["forms"]["by_form"]
     assert form["status"] == "refused" and "scope" in form["reason"] and form["submitted"] == 0
+
+
+class ManyForms:
+    """A front page with twelve search forms (``/s0`` ... ``/s11``, one text box each) and links to
+    five record pages, each with a form of its own whose action names the record
+    (``/rec/N/notes``); every action answers with two links new to the crawl."""
+
+    def respond(self, path_qs: str) -> Response:
+        path = urlsplit(path_qs).path
+        if path == "/robots.txt":
+            return Response(404, [("Content-Type", "text/plain")], b"")
+        if path == "/":
+            forms = "".join(f'<form action="/s{i}"><input name="q"></form>' for i in range(12))
+            recs = "".join(f'<a href="/rec/{i}">record {i}</a> ' for i in range(5))
+            body = f"<main>{forms}<p>{recs}</p></main>"
+        elif path.startswith("/rec/") and path.count("/") == 2:
+            body = f'<main><p>Record</p><form action="{path}/notes"><input name="q"></form></main>'
+        elif path.startswith("/r/"):
+            body = "<main><p>A record reached through a form.</p></main>"
+        else:
+            tag = "".join(c if c.isalnum() else "_" for c in path_qs)
+            body = f'<main><ul><li><a href="/r/{tag}/a">a</a></li><li><a href="/r/{tag}/b">b</a></li></ul></main>'
+        return Response(200, [("Content-Type", "text/html")], f"<html><body>{body}</body></html>".encode())
+
+
+def test_forms_planned_per_host_are_bounded_and_a_record_form_is_one_form(tmp_path) -> None:
+    """A host that offers a search form with every page gets at most FORMS_PER_HOST planners, and the
+    form each record page has for itself is planned once (Form.key), not once a record."""
+    from skitter.formcrawl import FORMS_PER_HOST
+
+    with ModelServer(ManyForms()) as srv:
+        crawl([srv.base + "/"], tmp_path / "c", forms=True, form_budget=2, delay=0, adaptive_delay=0,
+              allow_private=True, index_interval=-1, max_pages=400)
+        actions = {urlsplit(h.path).path for h in srv.log if "?" in h.path}
+    conn = sqlite3.connect(tmp_path / "c" / "crawl.db")
+    rows = conn.execute("SELECT action, status, reason FROM forms").fetchall()
+    conn.close()
+    planned = [a for a, s, _ in rows if s in ("queued", "active", "done")]
+    refused = [(a, r) for a, s, r in rows if s == "refused"]
+    assert len(planned) == FORMS_PER_HOST == 10
+    assert len(refused) == 3 and all("planned already" in r for _, r in refused)
+    assert sum("/notes" in a for a, _, _ in rows) == 1          # five record pages: one form
+    assert actions <= {urlsplit(a).path for a in planned} and len(actions) >= 2   # only planned ones sent

@@ -215,7 +215,7 @@ NEVER = [
     ("<form id=loginForm action=/x><input name=q></form>", "login"),
     ("<form action=/x><input name=q><input type=submit value='Sign In'></form>", "sign in"),
     ("<form action=/auth/check><input name=id></form>", "auth"),
-    ("<form action=/x><input name=u placeholder='User name'><input name=v></form>", "user name"),
+    ("<form action=/x><input name=u placeholder='User name'><input name=v></form>", "user"),
     # sign-up and newsletter
     ("<form action=/join class=newsletter-signup><input name=address placeholder='you@example.com'>"
      "<input type=submit value=Subscribe></form>", "newsletter"),
@@ -241,6 +241,15 @@ NEVER = [
     ("<form action=/report class=problem><h2>Something wrong here?</h2><input name=subject>"
      "<textarea name=details></textarea><input type=submit value=Send></form>", "textarea"),
     ("<form action=javascript:void(0)><input name=q></form>", "not an http"),
+    # what a record page offers about itself, in words the older lists missed (a hold-out site)
+    ("<form action=/recipe/17/rate><input type=radio name=stars value=1><input type=radio name=stars value=5>"
+     "<button>Send</button></form>", "rate"),
+    ("<form action=/recipe/17/tips><input name=tip><button>Add your own tip</button></form>", "add your"),
+    ("<form action=/members/enter><input name=user><input name=pin><button>Enter</button></form>", "user"),
+    ("<form action=/members/enter><input name=no><input name=pin><button>Go</button></form>", "pin"),
+    ("<form action=/list/x><h3>Get the weekly digest</h3><input name=addr><button>Join</button></form>", "join"),
+    ("<form action=/list/x><input name=addr placeholder='you@example.com'><button>OK</button></form>",
+     "e-mail address"),
 ]
 
 
@@ -406,6 +415,39 @@ def test_uninformative_templates_are_dropped() -> None:
     ToySite(ignore=("cat",), cap=1000, per_page=1000).run(p)
     t = {tuple(t["inputs"]): t for t in p.summary()["templates"]}
     assert t[("cat",)]["status"] == "dropped" and ("q", "cat") not in t   # nothing paged: no combination
+
+
+def test_a_template_finding_new_links_is_kept_whatever_its_signatures() -> None:
+    """A site whose result list the main text misses gives every query one signature; the new
+    links each query finds still show its result pages differ (hold-out sites with a shallow
+    ``<main><ul>`` of results lost their search box after 28 submissions)."""
+    p = planner(budget=60)
+    site = ToySite()
+    page = site.page
+
+    def blind(url: str, n: int = 0) -> dict:
+        return {**page(url, n), "signature": "the same for every query"}
+
+    site.page = blind   # type: ignore[method-assign]
+    site.run(p)
+    t = {tuple(t["inputs"]): t for t in p.summary()["templates"]}
+    assert t[("q",)]["status"] == "kept" and p.submitted == 60
+    # a text box the site ignores finds nothing new after its first query: dropped all the same
+    p = planner(budget=200)
+    ignored = ToySite(ignore=("q",))
+    ignored.page = lambda url, n=0, _p=ignored.page: {**_p(url, n), "signature": "one"}   # type: ignore[method-assign]
+    ignored.run(p)
+    t = {tuple(t["inputs"]): t for t in p.summary()["templates"]}
+    assert t[("q",)]["status"] == "dropped"
+
+
+def test_the_form_of_every_record_page_is_one_form() -> None:
+    """A form each record page has for itself (its action names the record) is one form: one key,
+    one planner, however many records link it."""
+    keys = {one(f"<form action=/recipe/{n}/notes><input name=q></form>").key for n in (1, 17, 2024)}
+    assert len(keys) == 1
+    assert one("<form action=/search><input name=q></form>").key != one("<form action=/search2><input name=q></form>").key
+    assert one("<form action=/v2/find><input name=q></form>").key != one("<form action=/v3/find><input name=q></form>").key
 
 
 def test_no_combination_without_more_result_pages() -> None:

@@ -75,6 +75,12 @@ class FormRecords:
         rows = self.db.conn.execute(sql + ("" if limit is None else f" LIMIT {int(limit)}"), (status,))
         return [(k, unpack_state(p), d, pr, u) for k, p, d, pr, u in rows]
 
+    def planned_actions(self) -> list[str]:
+        """The actions of the planned forms (queued, active or done), in the order found."""
+        marks = ",".join("?" * len(PLANNED))
+        return [a for (a,) in self.db.conn.execute(
+            f"SELECT action FROM forms WHERE status IN ({marks}) ORDER BY id", PLANNED) if a]
+
     # -- URLs reached through a submission --------------------------------------------------------
     def mark(self, url: str, via_form: str, form: str, role: str) -> None:
         """``url`` was first reached through submission ``via_form`` (the first mark stays)."""
