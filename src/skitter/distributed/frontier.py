@@ -322,8 +322,9 @@ def _decode(raw: bytes | str) -> tuple[Candidate, int, float | None, int]:
 # skitter versions is one clear error, not records one side cannot read. 1 (no ``protocol``):
 # records of 8 fields; 2: records with a 9th (``revisit``), politeness with three values; 3: a
 # released lease left ``free`` (a worker of protocol 2 would take it for a worker's and never lease
-# the host again), lease requests with their send time.
-PROTOCOL = 3
+# the host again), lease requests with their send time; 4: hand-offs forwarded to a host's owner
+# (``["forwarded", batch]`` in an inbox, which a protocol-3 worker would read as priorities).
+PROTOCOL = 4
 
 
 async def create_crawl(client, keys: CrawlKeys, config: dict[str, Any]) -> bool:
@@ -438,6 +439,7 @@ class RedisFrontier:
         self.importance: Any = None               # the importance scorer whose signals are shared
         self._may_enter: Callable[[str], bool] | None = None   # which URLs' signals are shared
         self._priorities_out: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)   # owner -> host -> url -> total
+        self._forward_out: dict[str, dict[str, list[str]]] = defaultdict(dict)   # owner -> host -> records
 
     # -- the Frontier interface -----------------------------------------------------------------
     async def add(self, candidates: Sequence[Candidate], *, decided: bool = False) -> list[Candidate]:
@@ -1064,7 +1066,11 @@ class RedisFrontier:
         """Say so when Redis has not answered the heartbeats for a member's time to live (while
         redis-py's own retries, which back off for seconds, keep the membership task waiting)."""
         while not self._stopped and not self._vanished:
+            slept = time.monotonic()
             await asyncio.sleep(self.heartbeat)
+            late = time.monotonic() - slept - self.heartbeat
+            if late > 1.0:   # this process did not run (stopped, starved, its loop blocked): no
+                self._last_answer += late   # silence of Redis's (the watchdog reports a blocked loop)
             silent = time.monotonic() - self._last_answer
             if silent > self.member_ttl and self._redis_down_since is None:
                 self._redis_down_since = self._last_answer
@@ -1139,12 +1145,18 @@ class RedisFrontier:
             out, self._priorities_out = self._priorities_out, defaultdict(dict)
             for owner, batch in out.items():
                 pipe.rpush(self.keys.inbox(owner), json.dumps(["priorities", batch], separators=(",", ":")))
+            forward, self._forward_out = self._forward_out, defaultdict(dict)
+            for owner, records in forward.items():
+                pipe.rpush(self.keys.inbox(owner), json.dumps(["forwarded", records], separators=(",", ":")))
             try:
                 _, members, inbox, pending, _, _, used, has_config, *_ = await pipe.execute()
             except BaseException:
                 for owner, batch in out.items():   # sent with the next heartbeat (twice is harmless)
                     for host, totals in batch.items():
                         self._priorities_out[owner].setdefault(host, {}).update(totals)
+                for owner, records in forward.items():
+                    for host, recs in records.items():
+                        self._forward_out[owner].setdefault(host, []).extend(recs)
                 raise
         self._last_beat = now
         self.budget_used = int(used or 0)
@@ -1172,10 +1184,12 @@ class RedisFrontier:
             self._rescan = True
         for raw in inbox or ():
             batch = json.loads(raw)
-            if isinstance(batch, list):   # ["priorities", {host: {url: total}}]
-                self._receive_priorities(batch[1])
-            else:
+            if not isinstance(batch, list):
                 self._receive(batch)
+            elif batch[0] == "forwarded":   # ["forwarded", {host: [record, ...]}]
+                self._receive(batch[1], forwarded=True)
+            else:                           # ["priorities", {host: {url: total}}]
+                self._receive_priorities(batch[1])
         self.pending = int(pending or 0)
         if self.pending == 0:
             self.local._wake.set()
@@ -1205,11 +1219,18 @@ class RedisFrontier:
                 "hosts": len(self.local.held), "at": now, "started": self._started, "handed_off": self.handed_off,
                 "moved_in": self.moved_in, "moved_out": self.moved_out, "fenced": self.fenced}
 
-    def _receive(self, batch: dict[str, list[str]]) -> None:
-        """URLs another worker found for hosts the ring gives us."""
+    def _receive(self, batch: dict[str, list[str]], forwarded: bool = False) -> None:
+        """URLs another worker found for hosts the ring gives us. Those of a host the ring gives
+        another worker now (the sender's ring was older, or this one's is) go on to that worker
+        with the next heartbeat, once: its owner may hold the host already, and it loads a host's
+        queue from Redis only when it leases the host (else they waited for the whole cluster to
+        go idle: hold-out runs fetched such URLs 30 s late, at the end of the crawl)."""
         for host, recs in batch.items():
-            if self.ring.owner(host) != self.worker:
-                continue   # the ring moved on: its owner loads it from the host's queue
+            owner = self.ring.owner(host)
+            if owner != self.worker:
+                if not forwarded:
+                    self._forward_out[owner].setdefault(host, []).extend(recs)
+                continue   # once forwarded, the owner loads it from the host's queue (_resync_held)
             if host in self.local.held:
                 if host not in self.local.leaving:
                     self.local.admit([_decode(r)[0] for r in recs])
