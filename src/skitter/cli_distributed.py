@@ -257,9 +257,11 @@ def cluster_lines(s: dict[str, Any]) -> list[str]:
              f"{s['workers_alive']} workers alive, {s['pages_per_s']} pages/s"
              + (f", {s['max_pages_used']:,} of --max-pages {s['max_pages']:,} counted" if s["max_pages"] else "")]
     for w in s["workers"]:
-        lines.append(f"  {w['worker']}: {'alive' if w['alive'] else 'gone'}, {w['hosts']} hosts, "
-                     f"{w['fetched']:,} fetched, {w['queued']:,} queued, {w['in_flight']} in flight, "
-                     f"{w['pages_per_s']} pages/s")
+        if w["alive"]:
+            lines.append(f"  {w['worker']}: alive, {w['hosts']} hosts, {w['fetched']:,} fetched, "
+                         f"{w['queued']:,} queued, {w['in_flight']} in flight, {w['pages_per_s']} pages/s")
+        else:   # its hosts, queue and flight went to the others: what it last said of them is stale
+            lines.append(f"  {w['worker']}: gone, {w['fetched']:,} fetched")
     return lines
 
 

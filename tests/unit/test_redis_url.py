@@ -49,6 +49,7 @@ def test_good_urls(url, target):
     ("127.0.0.1:6379", "redis://"),
     ("redis://", "no host"),
     ("redis://h:99999", "bad --redis URL"),
+    ("redis://127.0.0.1:0", "port 0"),
     ("redis://h:port", "bad --redis URL"),
     ("redis://h/zero", "database number"),
     ("redis://h/0?ssl=true", "no ?query"),

@@ -75,6 +75,8 @@ def parse_redis_url(url: str) -> RedisTarget:
         port = parts.port
     except ValueError as exc:   # a port that is not a number in 0-65535, a bad IPv6 literal
         raise RedisURLError(f"bad --redis URL ({exc}); expected {FORMS}") from None
+    if port == 0:   # (not the default port: a typo would otherwise join whatever listens on 6379)
+        raise RedisURLError(f"bad --redis URL (port 0); expected {FORMS}")
     scheme = parts.scheme.lower()
     if scheme not in ("redis", "rediss"):
         raise RedisURLError(f"--redis wants {FORMS}, got a {scheme or 'scheme-less'} URL")

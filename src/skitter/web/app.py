@@ -255,7 +255,7 @@ def create_app(directory: Path | str | None, labels=None, topic: str | None = No
         s, error = summary()
         c, cluster_error = cluster()
         recrawl = s.pop("recrawl", None)
-        rows = [(k, _fmt(v)) for k, v in s.items()]
+        rows = [(k, str(v) if k.endswith("_pid") and v else _fmt(v)) for k, v in s.items()]   # a pid, not a count
         if recrawl:   # the incremental crawler's collection (docs/recrawl.md), a row each
             for k in ("change_interval_quartiles", "change_interval_deciles"):   # seconds, shown as durations
                 v = recrawl.get(k)
