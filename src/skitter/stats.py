@@ -160,10 +160,12 @@ def duration(seconds: float | None) -> str:
 
 
 def _mirrors(db: CrawlDB) -> list[tuple[str, str, float]]:
-    """Hosts whose pages are mostly near-duplicates of another host's (seed 004's mirrors)."""
+    """Hosts whose pages are mostly exact or near duplicates of another host's (seed 004's mirrors:
+    an exact copy of a site is the plainest mirror)."""
     from .neardup import mirror_hosts
 
-    pairs = db.conn.execute("SELECT url, near_duplicate_of FROM fetches WHERE near_duplicate_of IS NOT NULL").fetchall()
+    pairs = db.conn.execute("SELECT url, coalesce(duplicate_of, near_duplicate_of) FROM fetches"
+                            " WHERE duplicate_of IS NOT NULL OR near_duplicate_of IS NOT NULL").fetchall()
     if not pairs:
         return []
     per_host = dict(db.conn.execute("SELECT host, count(*) FROM fetches WHERE content_hash IS NOT NULL GROUP BY host"))
