@@ -112,7 +112,9 @@ class Reference:
             h = node.host
             if ":" in h and not h.startswith("["):
                 return {fp for fp, d in self.docs.items() if d.hostport == h}
-            return {fp for fp, d in self.docs.items() if d.host == h or d.host.endswith("." + h)}
+            # subdomains of a domain name; an IP address (no letter in it) only as itself
+            return {fp for fp, d in self.docs.items()
+                    if d.host == h or (d.host.endswith("." + h) and any(c.isalpha() for c in d.host))}
         if isinstance(node, DateFilter):
             if node.op == "after":
                 return {fp for fp, d in self.docs.items() if d.date is not None and d.date >= node.day}

@@ -8,6 +8,7 @@ query error adds the query and a caret line under the column) and exits with sta
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -19,7 +20,21 @@ _PR_HELP = ("weight λ of PageRank in the score: (1-λ)·bm25/max + λ·pagerank
             "0 ranks by text alone")
 
 
-@click.command("search")
+class _QueryCommand(click.Command):
+    """A query may start with ``-`` (NOT: ``-comet nebula``): such an argument is the query, not an
+    option click does not know (``-c``). Only the command's own short options (``-n 5``, ``-p2``,
+    ``-h``) stay options; a leading space (the query parser skips it) keeps click from reading
+    the rest as any."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, [f" {a}" if a[:1] == "-" and a[:2] != "--" and not _SHORT.fullmatch(a)
+                                        else a for a in args])
+
+
+_SHORT = re.compile(r"-[np]\d*|-h")
+
+
+@click.command("search", cls=_QueryCommand)
 @click.argument("directory", type=click.Path())
 @click.argument("query", nargs=-1, required=True)
 @click.option("--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 10_000),
@@ -69,7 +84,7 @@ def _print_results(res) -> None:
                       + (f" on page {res.page}" if res.page > 1 and res.total else ""))
         return
     first = (res.page - 1) * (res.limit or 0) + 1
-    console.print(f"[dim]{res.total} results"
+    console.print(f"[dim]{res.total:,} result{'' if res.total == 1 else 's'}"
                   + (" (pages with every word first)" if res.bare else "")
                   + f", {first}–{first + len(res.hits) - 1} shown, {res.elapsed_ms:.0f} ms[/dim]\n")
     for h in res.hits:

@@ -101,6 +101,19 @@ def test_cli_output_and_paging(crawl):
     assert res.returncode == 0 and "no results" in res.stdout
 
 
+def test_cli_a_query_may_start_with_a_minus(crawl, ref):
+    """``-keel telescope`` is NOT keel AND telescope (docs/search.md), not an option click does not know; the
+    command's own short options still work, before and after the query."""
+    directory, _ = crawl
+    want = ref.urls("telescope -keel")
+    assert want
+    for args in (["-keel telescope"], ["-keel", "telescope"], ["-n", "10000", "-keel telescope"], ["-keel telescope", "-n10000"]):
+        res = skitter("search", str(directory), *args, "--json", "--no-collapse", "--limit", "10000")
+        assert res.returncode == 0, (args, res.stderr)
+        assert {json.loads(line)["url"] for line in res.stdout.splitlines()} == want, args
+    assert len(search_json(directory, "keel", "-n2")) == 2
+
+
 def test_cli_did_you_mean(crawl):
     directory, _ = crawl
     res = skitter("search", str(directory), "telscope", "--json")

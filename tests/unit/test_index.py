@@ -506,6 +506,7 @@ def test_filters_match_the_reference(searcher, ref, crawl):
               f"keel OR site:{hosts[2]}", f"NOT site:{hosts[0]} XOR after:{day}"]:
         assert searcher.match_fps(q) == ref.match(q), q
     assert searcher.match_fps(f"site:{hosts[0]}") and searcher.match_fps(f"after:{day}")
+    assert hosts[0][0].isdigit() and not searcher.match_fps(f"site:0.0.{hosts[0].rsplit('.', 1)[1]}")
 
 
 @pytest.fixture(scope="module")

@@ -174,7 +174,9 @@ def sql(node) -> tuple[str, list]:
     if isinstance(node, Site):
         if ":" in node.host and not node.host.startswith("["):
             return "(d.hostport = ?)", [node.host]
-        return ("(d.host = ? OR d.host LIKE ? ESCAPE '\\')",
+        # the host or its subdomains; an IP address (no letter in it) only itself: site:5.1 is
+        # not 127.0.5.1
+        return ("(d.host = ? OR (d.host LIKE ? ESCAPE '\\' AND d.host GLOB '*[a-z]*'))",
                 [node.host, "%." + _like_escape(node.host)])
     if isinstance(node, DateFilter):
         if node.op == "after":
