@@ -93,11 +93,18 @@ def cli() -> None:
 def crawl(seeds: tuple[str, ...], output: str, resolve: tuple[str, ...], quiet: bool, redis_url: str | None,
           crawl_id: str, **settings) -> None:
     """Crawl from SEED_URL... into a crawl directory."""
+    import ipaddress
+
     pairs = []
     for item in resolve:
-        host, sep, ip = item.rpartition(":")
+        host, sep, ip = item.partition(":")   # (an IPv6 address has colons, a host name none)
+        ip = ip.strip("[]")
+        try:
+            ipaddress.ip_address(ip)
+        except ValueError:
+            sep = ""
         if not sep or not host:
-            raise UsageError(f"--resolve wants HOST:IP, got {item!r}")
+            raise UsageError(f"--resolve wants HOST:IP (an IPv4 or IPv6 address), got {item!r}")
         pairs.append((host.lower(), ip))
     config = CrawlConfig(**settings, seeds=tuple(seeds), resolve=tuple(pairs)).validate()
     if redis_url:

@@ -8,6 +8,7 @@ exists that the docs do not describe.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -26,12 +27,20 @@ class Setting:
     type: type = str
     choices: tuple[str, ...] | None = None
     at_least: float | None = None   # validate() refuses a smaller value
+    at_most: float | None = None    # ... and a larger one (every number: MAX_NUMBER at most)
+
+
+#: The largest number any setting takes (SQLite's integers are 64-bit; a larger --max-pages or
+#: --near-dup-window was "datatype mismatch", a larger --max-body an overflow in curl).
+MAX_NUMBER = 2 ** 62
+DAY = 86400.0
 
 
 def setting(default: Any, help: str, *, choices: tuple[str, ...] | None = None,
-            at_least: float | None = None) -> Any:
-    """A CrawlConfig field that is a user setting: its default, help, choices and lower bound."""
-    return field(default=default, metadata={"help": help, "choices": choices, "at_least": at_least})
+            at_least: float | None = None, at_most: float | None = None) -> Any:
+    """A CrawlConfig field that is a user setting: its default, help, choices and bounds."""
+    return field(default=default, metadata={"help": help, "choices": choices, "at_least": at_least,
+                                            "at_most": at_most})
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +62,7 @@ class CrawlConfig:
     min_similarity: float = setting(0.1, "cosine and shark: a page is relevant iff its cosine similarity to the topic "
         "is above this")
     tunnel: int = setting(3, "focused strategies: follow links through at most this many off-topic pages in a row "
-        "(tunnelling, seed 000; SharkSearch's depth bound d); links beyond go to the end of the queue", at_least=0)
+        "(tunnelling, seed 000; SharkSearch's depth bound d); links beyond go to the end of the queue", at_least=0, at_most=1000)
     shark_gamma: float = setting(0.3, "shark: weight γ of the inherited score against the anchor neighbourhood")
     shark_delta: float = setting(0.5, "shark: decay δ of the inherited score per page")
     shark_beta: float = setting(0.8, "shark: weight β of the anchor text against the anchor context")
@@ -68,34 +77,34 @@ class CrawlConfig:
         "words are too); then words of the result pages")
     scope: str = setting("host", "follow links within the seeds' hosts, their registrable domains, or anywhere",
         choices=("host", "domain", "any"))
-    concurrency: int = setting(16, "requests in flight at once, over all hosts", at_least=1)
-    per_host: int = setting(1, "connections to one host at once", at_least=1)
+    concurrency: int = setting(16, "requests in flight at once, over all hosts", at_least=1, at_most=10_000)
+    per_host: int = setting(1, "connections to one host at once", at_least=1, at_most=1000)
     delay: float = setting(1.0, "seconds between two requests to one host (at least; robots Crawl-delay and "
-        "the adaptive delay may make it longer)", at_least=0)
+        "the adaptive delay may make it longer)", at_least=0, at_most=DAY)
     adaptive_delay: float = setting(10.0, "wait at least this multiple of the host's last response time "
-        "between requests (seed 002 suggests 10; 0 turns it off)", at_least=0)
-    max_crawl_delay: float = setting(60.0, "cap on a robots.txt Crawl-delay, in seconds", at_least=0)
+        "between requests (seed 002 suggests 10; 0 turns it off)", at_least=0, at_most=1000)
+    max_crawl_delay: float = setting(60.0, "cap on a robots.txt Crawl-delay, in seconds", at_least=0, at_most=DAY)
     max_adaptive_delay: float = setting(60.0, "cap on the adaptive delay, in seconds (a host that answers in a "
-        "minute is visited about once a minute, not every ten)", at_least=0)
+        "minute is visited about once a minute, not every ten)", at_least=0, at_most=DAY)
     user_agent: str = setting(DEFAULT_USER_AGENT, "User-Agent header and the robots.txt product token")
     allow_private: bool = setting(False, "allow private, loopback and link-local addresses even when no seed is in "
         "that class")
-    max_body: int = setting(10 * 1024 * 1024, "body cap in bytes; also caps the decompressed size", at_least=1024)
-    connect_timeout: float = setting(10.0, "seconds to connect", at_least=0.001)
+    max_body: int = setting(10 * 1024 * 1024, "body cap in bytes; also caps the decompressed size", at_least=1024, at_most=1 << 40)
+    connect_timeout: float = setting(10.0, "seconds to connect", at_least=0.001, at_most=DAY)
     read_timeout: float = setting(20.0, "seconds without a byte before a read times out (whole seconds: a fraction "
-        "is rounded up)", at_least=0.001)
-    total_timeout: float = setting(60.0, "seconds for a whole response", at_least=0.001)
+        "is rounded up)", at_least=0.001, at_most=DAY)
+    total_timeout: float = setting(60.0, "seconds for a whole response", at_least=0.001, at_most=DAY)
     retries: int = setting(2, "retries (with exponential backoff) after a timeout, refused connection or "
-        "5xx", at_least=0)
-    max_redirects: int = setting(5, "redirect hops followed from one URL", at_least=0)
+        "5xx", at_least=0, at_most=100)
+    max_redirects: int = setting(5, "redirect hops followed from one URL", at_least=0, at_most=100)
     max_pages_per_host: int = setting(0, "page budget per host (0 = no limit)", at_least=0)
     host_burst: int = setting(0, "spider-trap throttle (seed 002): accept at most this many new URLs of one host "
         "every --host-window URLs processed (0 = off)", at_least=0)
     host_window: int = setting(1000, "the window, in processed URLs, of --host-burst", at_least=1)
-    max_url_length: int = setting(2048, "longer URLs are dropped", at_least=16)
+    max_url_length: int = setting(2048, "longer URLs are dropped", at_least=16, at_most=1 << 20)
     max_repeated_segments: int = setting(3, "URLs whose path repeats one segment more often are dropped", at_least=0)
     robots_expiry: float = setting(86400.0, "seconds a cached robots.txt stays valid (RFC 9309: at most 24 h)",
-                                   at_least=0)
+                                   at_least=0, at_most=DAY)
     # the incremental crawler (issue #20, docs/recrawl.md); `skitter recrawl DIR` takes the same four
     recrawl: bool = setting(False, "go straight on from the discovery crawl into revisiting the collection, until "
         "Ctrl-C (or --for with skitter recrawl); reads robots.txt's sitemaps and /sitemap.xml too")
@@ -109,7 +118,7 @@ class CrawlConfig:
     importance: str = setting("pagerank", "recrawl: what makes a page important (revisited more often, kept in a "
         "bounded collection): pagerank, backlinks (in-links) or none", choices=("pagerank", "backlinks", "none"))
     analysis_processes: int = setting(-1, "processes for parsing, hashing and WARC compression (-1: one per "
-        "spare core, at most 4; 0: all in the crawl process)", at_least=-1)
+        "spare core, at most 4; 0: all in the crawl process)", at_least=-1, at_most=64)
     near_duplicates: str = setting("new-links", "near-duplicate detection (winnowing): off, or on and follow a "
         "near-duplicate's links only if it has links its original lacks (new-links) or always (all)",
         choices=("off", "new-links", "all"))
@@ -117,9 +126,9 @@ class CrawlConfig:
         "indexed (about 800 bytes each in memory; 0: every page, memory growing with the crawl)", at_least=0)
     index_interval: float = setting(1.0, "seconds the live search index pauses when it has caught up with the "
         "crawl (it indexes in steps of 125 pages; 0: only when the crawl stops; -1: no index, build it "
-        "later with skitter index)")
+        "later with skitter index)", at_most=DAY)
     stall_after: float = setting(30.0, "seconds without a request starting or finishing, while URLs are queued, "
-        "before the crawl writes what it is waiting for (DIR/crawl.log, skitter stats)", at_least=0.1)
+        "before the crawl writes what it is waiting for (DIR/crawl.log, skitter stats)", at_least=0.1, at_most=DAY)
     obey_robots: bool = setting(True, "obey robots.txt (the benchmark and the demo keep this on)")
     # Not user settings: how the crawl was started.
     seeds: tuple[str, ...] = field(default=())
@@ -129,12 +138,17 @@ class CrawlConfig:
         """UsageError for a setting out of range (a crawl that would do nothing, or hang)."""
         from .errors import UsageError
 
-        for s in SETTINGS:
-            if s.at_least is not None and getattr(self, s.name) < s.at_least:
-                raise UsageError(f"--{s.name.replace('_', '-')} must be at least {s.at_least}, "
-                                 f"got {getattr(self, s.name)}")
         if not 0 < self.rate <= 1e6:   # (inf, or 1e300, broke the planning pass: an internal error)
             raise UsageError(f"--rate must be above 0 and at most 1000000 revisits a second, got {self.rate}")
+        for s in SETTINGS:
+            value = getattr(self, s.name)
+            flag = f"--{s.name.replace('_', '-')}"
+            if s.type is float and not math.isfinite(value):   # nan passes every comparison
+                raise UsageError(f"{flag} must be a finite number, got {value}")
+            if s.at_least is not None and value < s.at_least:
+                raise UsageError(f"{flag} must be at least {s.at_least}, got {value}")
+            if s.type in (int, float) and value > (MAX_NUMBER if s.at_most is None else s.at_most):
+                raise UsageError(f"{flag} must be at most {_number(s.at_most or MAX_NUMBER)}, got {value}")
         if 0 < self.near_dup_window < 100:
             raise UsageError(f"--near-dup-window must be 0 (every page) or at least 100, got {self.near_dup_window}")
         return self
@@ -153,8 +167,13 @@ class CrawlConfig:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+def _number(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else str(x)
+
+
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool}
 
 SETTINGS: tuple[Setting, ...] = tuple(
-    Setting(f.name, f.default, f.metadata["help"], _TYPES[str(f.type)], f.metadata["choices"], f.metadata["at_least"])
+    Setting(f.name, f.default, f.metadata["help"], _TYPES[str(f.type)], f.metadata["choices"], f.metadata["at_least"],
+            f.metadata["at_most"])
     for f in fields(CrawlConfig) if "help" in f.metadata)

@@ -71,6 +71,24 @@ def test_setting_out_of_range(tmp_path, flag, value):
     assert not (tmp_path / "c").exists()
 
 
+@pytest.mark.parametrize("args,words", [
+    (("--delay", "nan"), "--delay must be a finite number"),
+    (("--index-interval", "nan"), "--index-interval must be a finite number"),
+    (("--total-timeout", "inf"), "--total-timeout must be a finite number"),
+    (("--concurrency", "99999999999999999999"), "--concurrency must be at most 10,000"),
+    (("--max-body", "99999999999999999999"), "--max-body must be at most"),
+    (("--near-dup-window", "99999999999999999999"), "--near-dup-window must be at most"),
+    (("--resolve", "example.test:notanip"), "--resolve wants HOST:IP"),
+])
+def test_a_number_that_would_break_the_crawl_is_refused(tmp_path, args, words):
+    """Hold-out checks of bad input: nan crawled with no delay at all, inf and numbers beyond 64
+    bits overflowed curl or SQLite (and were reported as the host's fault), a huge --concurrency
+    made tasks until memory ran out."""
+    line = one_error_line(skitter("crawl", "http://127.0.0.1:9/", "-o", str(tmp_path / "c"), *args, "--quiet"))
+    assert words in line, line
+    assert not (tmp_path / "c").exists()
+
+
 @pytest.mark.parametrize("pages,hosts", [("20", "1"), ("100", "0")])
 def test_demo_web_that_cannot_be_generated(tmp_path, pages, hosts):
     line = one_error_line(skitter("demo", "--pages", pages, "--hosts", hosts, "-o", str(tmp_path / "d")))

