@@ -200,7 +200,7 @@ def ensure_columns(db: CrawlDB) -> None:
 def rank_crawl(directory: Path, *, weighted: bool = False) -> dict:
     """Compute PageRank and HITS over a crawl directory's graph and store them per page."""
     t0 = time.perf_counter()
-    db = CrawlDB(Path(directory))
+    db = CrawlDB(Path(directory), create=False)
     try:
         graph = load_graph(db, weighted=weighted)
         t1 = time.perf_counter()

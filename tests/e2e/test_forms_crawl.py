@@ -133,6 +133,9 @@ def test_forms_bad_input_is_one_line(tmp_path) -> None:
     (tmp_path / "empty.txt").write_text("# nothing\n")
     line = one_error_line(skitter("eval-forms", str(tmp_path), "--truth", str(tmp_path / "empty.txt")))
     assert "--truth" in line
+    (tmp_path / "binary.txt").write_bytes(bytes(range(256)))
+    line = one_error_line(skitter("eval-forms", str(tmp_path), "--truth", str(tmp_path / "binary.txt")))
+    assert "--truth" in line and "not UTF-8" in line
 
 
 def test_without_forms_no_form_is_submitted(tmp_path, hidden_server) -> None:

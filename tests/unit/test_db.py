@@ -117,6 +117,38 @@ def test_schema_version_mismatch(tmp_path):
     conn.close()
 
 
+def test_an_empty_crawl_db_and_a_missing_one_are_no_crawl(tmp_path):
+    """An empty crawl.db is no crawl, not one "of schema None, written by a newer skitter"; a
+    writer other than the crawl's (skitter rank) does not make a new database where there is none."""
+    (tmp_path / DB_NAME).write_bytes(b"")
+    with pytest.raises(CrawlDirError, match="empty or holds no crawl"):
+        CrawlDB(tmp_path, readonly=True)
+    with pytest.raises(CrawlDirError, match="not a crawl directory"):
+        CrawlDB(tmp_path / "sub", create=False)
+    assert not (tmp_path / "sub").exists()
+
+
+def test_a_crawl_db_that_may_not_be_written_is_not_called_corrupt(tmp_path):
+    """A crawl.db made immutable (chattr +i: root too may not write it) is "cannot write", not
+    "corrupt" (a hold-out check: `skitter rank` on a read-only crawl said it was corrupt)."""
+    import shutil
+    import subprocess
+
+    CrawlDB(tmp_path).close()
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    conn.execute("PRAGMA journal_mode = DELETE")   # no WAL: the immutable file is all there is
+    conn.close()
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+i", str(tmp_path / DB_NAME)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available on this file system")
+    try:
+        with pytest.raises(CrawlDirError, match="cannot (write|open)") as info:
+            CrawlDB(tmp_path, create=False)
+        assert "corrupt" not in str(info.value)
+    finally:
+        subprocess.run([chattr, "-i", str(tmp_path / DB_NAME)], check=True)
+
+
 @pytest.mark.parametrize("content", [
     b"this is not a database\n" * 40,
     bytes(range(256)) * 20,

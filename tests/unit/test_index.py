@@ -425,6 +425,10 @@ def test_a_damaged_crawl_database_leaves_the_index_alone(crawl, tmp_path):
     with pytest.raises(sqlite3.DatabaseError, match="malformed"):   # the page text is read mid-update
         Indexer(work).update()
     assert fts_rows(work).keys() == before   # its pages still indexed
+    # a rebuild (`skitter index DIR`) finds the damage before it drops the index it could not make again
+    with pytest.raises(CrawlDirError, match="left as it was"):
+        Indexer(work).rebuild()
+    assert fts_rows(work).keys() == before
 
 
 def test_a_crawl_resumed_on_a_damaged_index_makes_it_again(tmp_path):

@@ -254,6 +254,17 @@ def test_load_labels_and_eval_crawl_command(tmp_path):
     (tmp_path / "bad.jsonl").write_text("{not json\n")
     bad = CliRunner().invoke(eval_crawl, [str(tmp_path / "crawl"), "--labels", str(tmp_path / "bad.jsonl")])
     assert bad.exit_code != 0
+    (tmp_path / "binary.jsonl").write_bytes(bytes(range(256)))
+    bad = CliRunner().invoke(eval_crawl, [str(tmp_path / "crawl"), "--labels", str(tmp_path / "binary.jsonl")])
+    from skitter.errors import UsageError   # (cli.main prints it in one line, exit status 2)
+
+    assert isinstance(bad.exception, UsageError) and "binary.jsonl is not UTF-8 text" in str(bad.exception)
+    # labels with no PageRank and no page of the crawl's topic: a plot that says so, not a crash
+    (tmp_path / "bare.jsonl").write_text(json.dumps({"url": U[0], "topic": "x"}) + "\n")
+    out = CliRunner().invoke(eval_crawl, [str(tmp_path / "crawl"), "--labels", str(tmp_path / "bare.jsonl"),
+                                          "--plot", str(png)])
+    assert out.exit_code == 0, out.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_demo_labels():

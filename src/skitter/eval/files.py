@@ -44,21 +44,20 @@ def load_labels(path: Path | str) -> Labels:
     topic: dict[str, str | None] = {}
     pagerank: dict[str, float] = {}
     unreachable: set[str] = set()
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rec = json.loads(line)
-                url = _canon(rec["url"])
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}:{n}: not a label record ({exc})") from None
-            topic[url] = rec.get("topic")
-            if rec.get("pagerank") is not None:
-                pagerank[url] = float(rec["pagerank"])
-            if rec.get("reachable") is False:
-                unreachable.add(url)
+    for n, line in enumerate(_lines(path), 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rec = json.loads(line)
+            url = _canon(rec["url"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}:{n}: not a label record ({exc})") from None
+        topic[url] = rec.get("topic")
+        if rec.get("pagerank") is not None:
+            pagerank[url] = float(rec["pagerank"])
+        if rec.get("reachable") is False:
+            unreachable.add(url)
     return Labels(topic, pagerank, unreachable)
 
 

@@ -67,6 +67,8 @@ def load_truth(path: Path | str) -> set[str]:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise UsageError(f"--truth: cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--truth: {path} is not UTF-8 text") from None
     out = set()
     for line in lines:
         line = line.strip()

@@ -109,15 +109,19 @@ def figure(evaluations: dict[str, Evaluation], title: str | None = None):
     axes = [fig.add_subplot(rows, cols, k + 1) for k in range(panels)]
     for fn, ax in zip(draw, axes):
         fn(ax, evaluations)
+    if not draw:   # labels with no page of the crawl's topic and no PageRank: an empty panel says so
+        axes[0].text(0.5, 0.5, "nothing to plot: no labelled page of the topic, no PageRank in the labels",
+                     ha="center", va="center", fontsize="small", wrap=True)
+        axes[0].set_axis_off()
     if title:
         fig.suptitle(title)
-    if legend_rows:
-        handles, names = {}, []
-        for ax in axes:
-            for h, lab in zip(*ax.get_legend_handles_labels()):
-                if lab not in handles:
-                    handles[lab] = h
-                    names.append(lab)
+    handles, names = {}, []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in handles:
+                handles[lab] = h
+                names.append(lab)
+    if legend_rows and names:
         fig.legend([handles[n] for n in names], names, loc="lower center", ncol=min(4, len(names)),
                    frameon=False, fontsize="medium")
         fig.tight_layout(rect=(0, 0.3 * legend_rows / fig.get_figheight(), 1, 1))

@@ -282,6 +282,7 @@ class Indexer:
                 optimize: bool = True) -> UpdateStats:
         """Drop the index and build it again from the whole crawl. An index.db that is no SQLite
         database (or a damaged one) is deleted first."""
+        self._check_crawl()   # before the index is dropped: a damaged crawl.db could not make it again
         path = index_path(self.crawl_dir)
         if path.exists() and not _is_sqlite(path):
             _remove_index(path)
@@ -297,6 +298,21 @@ class Indexer:
                 raise
             _remove_index(path)
         return self.update(progress=progress, optimize=optimize, pipelined=True)
+
+    def _check_crawl(self) -> None:
+        """CrawlDirError unless crawl.db passes SQLite's quick check (a pass over the file: seconds
+        for a large crawl, a rebuild takes longer)."""
+        try:
+            crawl = connect(self.crawl_path, readonly=True)
+            try:
+                row = crawl.execute("PRAGMA quick_check(1)").fetchone()
+            finally:
+                crawl.close()
+        except sqlite3.DatabaseError as exc:
+            row = (str(exc),)
+        if row is None or row[0] != "ok":
+            raise CrawlDirError(f"corrupt crawl database {self.crawl_path}: {row[0] if row else 'no answer'}"
+                                " (the search index was left as it was)")
 
     def update(self, *, progress: Callable[[UpdateStats], None] | None = None,
                optimize: bool = False, max_pages: int | None = None,

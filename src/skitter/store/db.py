@@ -244,15 +244,23 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     return conn
 
 
+#: SQLite's errors of a database that is sound but may not be written (read-only file or directory,
+#: no permission, a full disk, an I/O error): not "corrupt".
+_NOT_DAMAGE = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN,
+                         sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
 class CrawlDB:
     """The writer's handle on the crawl database (one per crawl process)."""
 
-    def __init__(self, directory: Path, *, readonly: bool = False) -> None:
+    def __init__(self, directory: Path, *, readonly: bool = False, create: bool = True) -> None:
+        """``create``: make a new crawl database if the directory has none (a crawl, a merge); a
+        writer that works on a crawl (``skitter rank``) passes False."""
         self.directory = Path(directory)
         self.path = self.directory / DB_NAME
         self._wal_limit = 0       # start_checkpointer sets it
         self._commits = 0
-        if readonly and not self.path.exists():
+        if (readonly or not create) and not self.path.exists():
             raise CrawlDirError(f"{self.directory} is not a crawl directory (no {DB_NAME})")
         self.conn = connect(self.path, readonly=readonly)
         try:
@@ -275,7 +283,12 @@ class CrawlDB:
                     self.conn.executescript(RECRAWL_SCHEMA)
         except sqlite3.DatabaseError as exc:
             self.conn.close()
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _NOT_DAMAGE:   # the file is fine: we may not write it
+                raise CrawlDirError(f"cannot write the crawl database {self.path}: {exc}") from None
             raise CrawlDirError(f"corrupt crawl database {self.path}: {exc}") from None
+        if version is None:   # readonly: an empty file, or a database with no tables of ours
+            self.conn.close()
+            raise CrawlDirError(f"{self.directory} is not a crawl directory ({DB_NAME} is empty or holds no crawl)")
         if version != SCHEMA_VERSION:
             self.conn.close()
             raise CrawlDirError(f"crawl database {self.path} has schema {version!r}, expected {SCHEMA_VERSION}"
