@@ -56,8 +56,9 @@ def serve(directory: str | None, host: str, port: int, labels_path: str | None, 
         labels = load_labels_for(labels_path, topic)
     elif topic is not None:
         raise UsageError("--topic needs --labels")
-    from .web.app import serve as run
+    from .web.app import listen, serve as run
 
+    sock = listen(host, port)   # a port in use or an address not ours: one line, before "serving"
     what = d if d is not None else f"the cluster of crawl {crawl_id}"
     click.echo(f"skitter: serving {what} on http://{host}:{port}/ (Ctrl-C to stop)", err=True)
-    run(d, host=host, port=port, labels=labels, topic=topic, redis=redis)
+    run(d, host=host, port=port, labels=labels, topic=topic, redis=redis, sock=sock)

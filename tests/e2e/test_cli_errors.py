@@ -110,3 +110,18 @@ def test_demo_changing_with_a_bad_duration(tmp_path):
     line = one_error_line(skitter("demo", "--changing", "--for", "soon", "-o", str(tmp_path / "d")))
     assert line.startswith("skitter: error: --for wants")
     assert not (tmp_path / "d").exists()
+
+
+def test_serve_on_a_port_in_use_or_an_address_not_ours_is_one_line(tmp_path):
+    """It said "serving ... on" first, then uvicorn's own ERROR line, exit status 3."""
+    from skitter.store.db import CrawlDB
+
+    CrawlDB(tmp_path).close()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        line = one_error_line(skitter("serve", str(tmp_path), "--port", str(port), timeout=60))
+    assert line.startswith("skitter: error: cannot listen on 127.0.0.1:") and "in use" in line
+    line = one_error_line(skitter("serve", str(tmp_path), "--host", "name.invalid", timeout=60))
+    assert "cannot listen on name.invalid" in line

@@ -357,8 +357,37 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def listen(host: str, port: int):
+    """The server's listening socket, or a UsageError saying why there is none (a port in use, an
+    address this machine does not have, a name that does not resolve): one line, before
+    ``skitter serve`` says it serves."""
+    import socket
+
+    from ..errors import UsageError
+
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(addr)
+            sock.listen(128)
+        except BaseException:
+            sock.close()
+            raise
+    except (OSError, UnicodeError) as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}") from None
+    return sock
+
+
 def serve(directory: Path | str | None, host: str = "127.0.0.1", port: int = 8000, labels=None,
-          topic: str | None = None, redis: tuple[str, str] | None = None) -> None:
+          topic: str | None = None, redis: tuple[str, str] | None = None, sock=None) -> None:
+    """Serve the UI (on ``sock``, a socket from :func:`listen`, when given) until interrupted."""
     import uvicorn
 
-    uvicorn.run(create_app(directory, labels, topic, redis), host=host, port=port, log_level="warning")
+    app = create_app(directory, labels, topic, redis)
+    if sock is None:
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+        return
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server.run(sockets=[sock])
