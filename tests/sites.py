@@ -150,6 +150,7 @@ class Served:
         import subprocess
         import sys
 
+        self.directory = directory
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         where = [] if directory is None else [str(directory)]   # None: serve --redis URL alone

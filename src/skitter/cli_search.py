@@ -65,13 +65,11 @@ def search_cmd(directory: str, query: tuple[str, ...], limit: int, page: int, as
 
 
 def _index_note(status: dict, directory: str) -> None:
-    behind = status["crawl_order"] - status["last_order"]
-    if status["exists"] and behind > 0:
-        click.echo(f"note: the index is {behind} fetches behind the crawl "
-                   f"(`skitter index {directory} --update` catches up)", err=True)
-    elif status.get("anchors_pending"):
-        click.echo("note: the anchor text of some pages is partial, as the crawl left it "
-                   f"(`skitter index {directory} --update` completes it)", err=True)
+    from .index.indexer import lag_note
+
+    note = lag_note(status, directory)
+    if note is not None:
+        click.echo(f"note: {note}", err=True)
 
 
 def _print_results(res) -> None:

@@ -216,6 +216,27 @@ def test_search_paginate_advanced_and_errors(demo, page):
     assert page.evaluate("typeof window.__pwned") == "undefined"
 
 
+def test_an_index_behind_its_crawl_is_said_on_the_search_page(demo, page, tmp_path):
+    """A crawl killed during its last index update: the CLI said the index was behind, the web UI
+    said nothing (0 results, no note). Here half the crawl is indexed."""
+    import shutil
+
+    from skitter.index.indexer import Indexer
+
+    work = tmp_path / "behind"
+    work.mkdir()
+    shutil.copy(demo.directory / "crawl.db", work / "crawl.db")
+    Indexer(work, chunk=50).update(max_pages=50)
+    served = Served(work)
+    try:
+        page.goto(served.base + "/search?q=keel")
+        assert "fetches behind the crawl" in page.inner_text("#index-lag")
+    finally:
+        served.stop()
+    page.goto(demo.base + "/search?q=keel")
+    assert page.locator("#index-lag").count() == 0   # an exact index: no note
+
+
 INJECTED = "script, img, svg, iframe, [onerror], [onload], [onmouseover], b"
 
 

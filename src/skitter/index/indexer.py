@@ -626,6 +626,20 @@ class Indexer:
                 stats.marks_refreshed = True
 
 
+def lag_note(status: dict, directory: str | Path) -> str | None:
+    """What a searcher should know of the index :meth:`Indexer.status` describes: how far behind
+    the crawl it is (after a crawl killed during its last update, all of it), or that some anchor
+    text is partial; None when it is exact. The CLI prints it, the web UI shows it."""
+    behind = status["crawl_order"] - status["last_order"]
+    if status["exists"] and behind > 0:
+        return (f"the index is {behind:,} fetches behind the crawl (a running crawl catches up in a "
+                f"second or two; else `skitter index {directory} --update`)")
+    if status.get("anchors_pending"):
+        return ("the anchor text of some pages is partial, as the crawl left it "
+                f"(`skitter index {directory} --update` completes it)")
+    return None
+
+
 def update_index(crawl_dir: str | Path, exact_anchors: bool = False) -> dict:
     """``Indexer(crawl_dir).update()`` as a plain function returning a plain dict, for a worker
     process during a crawl (``await pool.submit(update_index, str(directory))``, skitter.procpool). Anchor

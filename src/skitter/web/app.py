@@ -182,7 +182,18 @@ def create_app(directory: Path | str | None, labels=None, topic: str | None = No
         nav = list(range(first, min(res.pages, first + 8) + 1))
         link = lambda p: "/search?" + urlencode({"q": q, "page": p})  # noqa: E731
         sugg = "/search?" + urlencode({"q": res.suggestion}) if res.suggestion else None
-        return page(request, "search.html", q=q, res=res, error=None, nav=nav, link=link, suggestion_link=sugg)
+        return page(request, "search.html", q=q, res=res, error=None, nav=nav, link=link, suggestion_link=sugg,
+                    lag=index_lag())
+
+    def index_lag() -> str | None:
+        """The CLI's note on an index behind the crawl (skitter.index.indexer.lag_note), or None."""
+        from ..index.indexer import Indexer, lag_note
+
+        assert directory is not None
+        try:
+            return lag_note(Indexer(directory).status(), directory)
+        except (SkitterError, sqlite3.Error):
+            return None
 
     def advanced(request: Request) -> Response:
         params = request.query_params
