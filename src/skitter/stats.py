@@ -186,7 +186,23 @@ def load_summary(directory: Path) -> dict[str, Any]:
     s["watchdog"] = read_status(directory)
     # who crawls the directory now (skitter.store.lock): "running" with nobody is an interrupted crawl
     s["crawling_pid"] = holder(directory)
+    s["index"] = _index(directory)
     return s
+
+
+def _index(directory: Path) -> dict[str, Any] | None:
+    """The search index: its pages and how far behind the crawl it is (None: no readable index)."""
+    from .errors import SkitterError
+    from .index.indexer import Indexer, lag_note
+
+    try:
+        st = Indexer(directory).status()
+    except (SkitterError, sqlite3.Error):
+        return None
+    if not st["exists"]:
+        return None
+    return {"docs": st["docs"], "behind": max(0, st["crawl_order"] - st["last_order"]),
+            "note": lag_note(st, directory)}
 
 
 def _state(s: dict[str, Any]) -> str:
@@ -254,6 +270,10 @@ def render(s: dict[str, Any]):
                                    f"{duration(x['median_interval'])}" for x in r["sites"]) or "-"),
         ]
         rows += [(f"  {x['host']}", _histogram(x["intervals"])) for x in r["sites"]]
+    if "index" in s:   # (the summary of a directory, not a merge's)
+        ix = s["index"]
+        rows.append(("search index", "none (`skitter index DIR` builds it)" if ix is None
+                     else f"{ix['docs']:,} pages" + (f"; {ix['note']}" if ix["note"] else ", up to date")))
     w = s.get("watchdog")
     if w and s["state"] == "running" and s.get("crawling_pid", 0) is not None:
         rows.append(("watchdog", f"{w['kind']} at {w['at']}: {w['message']}"))
