@@ -82,7 +82,8 @@ def build_crawler(directory: Path | str, config: CrawlConfig, *,
             transport = Fetcher(config, allowed=allowed_classes(list(config.seeds), config.allow_private,
                                                                 resolved=dict(config.resolve)),
                                 resolver_overrides=dict(config.resolve))
-        robots = RobotsCache(transport.get, config.user_agent, expiry=config.robots_expiry, clock=clock.monotonic)
+        robots = RobotsCache(transport.get, config.user_agent, expiry=config.robots_expiry, clock=clock.monotonic,
+                             retries=config.retries, epoch=clock.time)
         duplicates = DuplicateTests(store, _near_duplicate_index(store, config), config.near_duplicates)
         link_filter = LinkFilter(config, list(config.seeds), store.admitted_per_host())
         forms = None

@@ -252,9 +252,15 @@ class Crawler:
             if rules is None:   # 2: robots.txt is fetched in this URL's slot; the URL takes the next
                 return cand, await self._read_robots(cand)
             if rules.reason == "unreachable":
-                # No retry: the verdict stays cached for minutes (the robots cache's
-                # error_expiry), so a retry seconds later would meet it again.
-                why = f" ({rules.detail})" if rules.detail else ""
+                wait = self.robots.retry_in(cand.url)
+                if wait is not None:   # robots.txt is tried again then: the URL waits for it, its host too
+                    held = None        # (a revisit waits the recrawl's way, skitter.recrawl.revisit)
+                    if visit is not None and self.recrawl is not None:
+                        held = self.recrawl.blocked(visit, "robots: robots.txt unreachable")
+                    return cand, held or self._held_for_robots(wait)
+                tries = self.robots.tries(cand.url)
+                why = "; ".join(x for x in (rules.detail, f"{tries} tries" if tries > 1 else None) if x)
+                why = f" ({why})" if why else ""
                 return cand, self._skip(cand, f"robots: robots.txt unreachable{why}, crawling disallowed", visit)
             if not rules.allowed(cand.url):
                 return cand, self._skip(cand, "robots: disallowed by robots.txt", visit)
@@ -286,7 +292,16 @@ class Crawler:
                                  sitemaps=list(rules.sitemaps), at=self.clock.time())
         if self.recrawl is not None:   # its sitemaps and /sitemap.xml into the frontier
             await self._enqueue(self.recrawl.sitemaps_for(cand.url, rules.sitemaps))
+        wait = self.robots.retry_in(cand.url) if rules.reason == "unreachable" else None
+        if wait is not None:
+            return replace(self._held_for_robots(wait), requested=True, crawl_delay=rules.crawl_delay or 0.0)
         return Outcome(crawl_delay=rules.crawl_delay or 0.0, due=self.clock.time())
+
+    def _held_for_robots(self, wait: float) -> Outcome:
+        """A URL of an origin whose robots.txt was unreachable and is tried again in ``wait``
+        seconds: it comes back then, and its host waits as long (its other URLs with it, not one
+        after another), so a transient 503 or reset costs seconds, not the host (RobotsCache)."""
+        return Outcome(requested=False, retry_after=wait, due=self.clock.time() + wait)
 
     async def _analyse(self, result: FetchResult, url: str) -> Analysis:
         if self.pool is None:

@@ -266,6 +266,40 @@ def test_unreachable_is_kept_only_error_expiry() -> None:
     asyncio.run(scenario())
 
 
+def test_unreachable_is_tried_again_retries_times_then_final() -> None:
+    """With ``retries``, an unreachable robots.txt is tried again after 5 s, then 25 s (or after a
+    longer Retry-After), and ``retry_in`` says when, so the crawl holds the origin's URLs instead
+    of recording them disallowed; after the last try the verdict is final (``retry_in`` None) for
+    ``error_expiry``; a robots.txt that answers clears the count."""
+    async def scenario() -> None:
+        clock = Clock()
+        state: dict[str, Any] = {"status": 503, "headers": {}}
+
+        async def handler(request: web.Request) -> web.Response:
+            return web.Response(status=state["status"], body=ROBOTS, headers=state["headers"])
+
+        async with Server(handler) as server, aiohttp.ClientSession() as session:
+            cache = RobotsCache(make_getter(session), UA, error_expiry=300.0, clock=clock, retries=2)
+            url = server.base + "/page"
+            assert (await cache.rules_for(url)).reason == "unreachable"
+            assert cache.retry_in(url) == 5.0 and cache.tries(url) == 1
+            clock.now += 5.0
+            state["headers"] = {"Retry-After": "70"}   # the server asks for longer: it gets it
+            assert cache.cached(url) is None and (await cache.rules_for(url)).reason == "unreachable"
+            assert cache.retry_in(url) == 70.0 and cache.tries(url) == 2
+            clock.now += 70.0
+            assert (await cache.rules_for(url)).reason == "unreachable"
+            assert cache.retry_in(url) is None and cache.tries(url) == 3   # final, kept error_expiry
+            clock.now += 299.0
+            assert cache.cached(url) is not None and cache.retry_in(url) is None
+            clock.now += 1.0
+            state["status"] = 200
+            assert (await cache.rules_for(url)).reason is None and cache.tries(url) == 0
+            assert cache.retry_in(url) is None
+
+    asyncio.run(scenario())
+
+
 def test_timeout_is_unreachable() -> None:
     async def scenario() -> None:
         release = asyncio.Event()

@@ -7,8 +7,12 @@ The HTTP access rules of RFC 9309 2.3.1 live here:
   "at least five"); a longer chain, or a 3xx without Location, counts as unavailable (2.3.1.2).
 * 4xx: "unavailable", everything is allowed (2.3.1.3) -- except 429 Too Many Requests, which
   is a request to slow down and is treated like 5xx, as Google does.
-* 5xx, network errors, timeouts: "unreachable", everything is disallowed (2.3.1.4). This
-  verdict is kept only ``error_expiry`` seconds so that the file is tried again soon.
+* 5xx, network errors, timeouts: "unreachable", everything is disallowed (2.3.1.4). The file is
+  tried again ``retries`` times, ``retry_wait`` (5 s) × 5^k apart, or after the server's Retry-After
+  if longer (at most ``error_expiry``): :meth:`RobotsCache.retry_in` tells the crawl loop, which
+  holds the origin's URLs until then rather than record them as disallowed (one 503 or reset lost a
+  whole host for the crawl, found on a hold-out web). After the last try the verdict is final for
+  ``error_expiry`` seconds; a later load tries once more.
 
 Parsed (and unavailable) rules are kept ``expiry`` seconds: 24 hours by default, the most
 RFC 9309 2.4 recommends. Concurrent callers for one origin share a single fetch.
@@ -23,6 +27,7 @@ from collections.abc import Awaitable, Callable
 
 from skitter import urls
 from skitter.errors import BodyTooLarge
+from skitter.frontier.politeness import parse_retry_after
 from skitter.models import FetchResult
 from skitter.robots.rules import MAX_BYTES, RobotsRules
 
@@ -76,11 +81,18 @@ class RobotsCache:
         clock: Callable[[], float] = time.monotonic,
         max_bytes: int = MAX_BYTES,
         max_redirects: int = 5,
+        retries: int = 0,
+        retry_wait: float = 5.0,
+        epoch: Callable[[], float] = time.time,
     ) -> None:
         self._get = get
         self.user_agent = user_agent
         self.expiry = expiry
         self.error_expiry = error_expiry
+        self.retries = retries
+        self.retry_wait = retry_wait
+        self._epoch = epoch    # a Retry-After may be an HTTP date
+        self._failures: dict[Origin, int] = {}   # unreachable loads in a row, per origin
         self.max_bytes = max_bytes
         self.max_redirects = max_redirects
         self._clock = clock
@@ -114,6 +126,19 @@ class RobotsCache:
             self._inflight[origin] = future
         return await asyncio.shield(future)
 
+    def retry_in(self, url: str) -> float | None:
+        """Seconds until the unreachable robots.txt of ``url``'s origin is tried again, if it will
+        be (tries are left); None when the cached verdict is not "unreachable", or is final."""
+        origin = origin_of(url)
+        entry = self._entries.get(origin)
+        if entry is None or entry[0].reason != "unreachable" or self._failures.get(origin, 0) > self.retries:
+            return None
+        return max(0.0, entry[1] - self._clock())
+
+    def tries(self, url: str) -> int:
+        """How many loads of ``url``'s origin's robots.txt in a row found it unreachable."""
+        return self._failures.get(origin_of(url), 0)
+
     def cached(self, url: str) -> RobotsRules | None:
         """The cached rules for ``url``'s origin, or None if absent or expired. Never fetches."""
         return self._lookup(origin_of(url))
@@ -137,10 +162,17 @@ class RobotsCache:
     async def _load(self, origin: Origin) -> RobotsRules:
         self.loads += 1
         try:
+            wait = None
             try:
-                rules, ttl = await self._fetch(robots_url(origin))
+                rules, ttl, wait = await self._fetch(robots_url(origin))
             except Exception:  # the getter should not raise; if it does: unreachable
                 rules, ttl = RobotsRules.disallow_all("unreachable"), self.error_expiry
+            if rules.reason == "unreachable":
+                n = self._failures[origin] = self._failures.get(origin, 0) + 1
+                if n <= self.retries:   # tried again after a wait (the last try's verdict is final)
+                    ttl = min(self.error_expiry, max(wait or 0.0, self.retry_wait * 5 ** (n - 1)))
+            else:
+                self._failures.pop(origin, None)
             self._store(origin, rules, ttl)
             return rules
         finally:
@@ -154,12 +186,13 @@ class RobotsCache:
             for key in [k for k, (_, exp) in self._entries.items() if now >= exp]:
                 del self._entries[key]
 
-    async def _fetch(self, url: str) -> tuple[RobotsRules, float]:
-        """Fetch robots.txt at ``url`` following redirects; the rules and how long to keep them."""
-        def unreachable(detail: str | None) -> tuple[RobotsRules, float]:
-            return RobotsRules.disallow_all("unreachable", detail), self.error_expiry
+    async def _fetch(self, url: str) -> tuple[RobotsRules, float, float | None]:
+        """Fetch robots.txt at ``url`` following redirects; the rules, how long to keep them and,
+        for a 429 or 503, the server's Retry-After (seconds)."""
+        def unreachable(detail: str | None, wait: float | None = None) -> tuple[RobotsRules, float, float | None]:
+            return RobotsRules.disallow_all("unreachable", detail), self.error_expiry, wait
 
-        unavailable = RobotsRules.allow_all("unavailable"), self.expiry
+        unavailable = RobotsRules.allow_all("unavailable"), self.expiry, None
         for hop in range(self.max_redirects + 1):
             result = await self._get(url)
             status = result.status
@@ -172,7 +205,7 @@ class RobotsCache:
                 return unreachable(result.error)
             if ok:
                 rules = RobotsRules.parse(result.body, self.user_agent, max_bytes=self.max_bytes)
-                return rules, self.expiry
+                return rules, self.expiry, None
             if 300 <= status < 400:
                 location = result.header("location")
                 if not location or not location.strip() or hop == self.max_redirects:
@@ -182,9 +215,10 @@ class RobotsCache:
                     return unavailable
                 url = target
                 continue
+            wait = parse_retry_after(result.header("retry-after"), self._epoch()) if status in (429, 503) else None
             if status == 429:
-                return unreachable(f"HTTP {status}")
+                return unreachable(f"HTTP {status}", wait)
             if 400 <= status < 500:
                 return unavailable
-            return unreachable(f"HTTP {status}")  # 5xx, and anything else unexpected
+            return unreachable(f"HTTP {status}", wait)  # 5xx, and anything else unexpected
         return unavailable  # not reached: the last hop returns above
