@@ -184,8 +184,11 @@ def load_summary(directory: Path) -> dict[str, Any]:
 
     # the watchdog's last word (skitter.watchdog): a stalled or blocked crawl says so here
     s["watchdog"] = read_status(directory)
-    # who crawls the directory now (skitter.store.lock): "running" with nobody is an interrupted crawl
+    # who crawls the directory now (skitter.store.lock): "running" with nobody is an interrupted
+    # crawl, and says so in the JSON as in the text (kill -9: the kernel dropped the lock)
     s["crawling_pid"] = holder(directory)
+    if s["state"] == "running" and s["crawling_pid"] is None:
+        s["state"] = "interrupted"
     s["index"] = _index(directory)
     return s
 
@@ -207,10 +210,10 @@ def _index(directory: Path) -> dict[str, Any] | None:
 
 def _state(s: dict[str, Any]) -> str:
     state = s["state"] or "-"
+    if state == "interrupted":   # no process holds a directory left "running" (load_summary)
+        return "interrupted: run the same command to resume"
     if state != "running" or "crawling_pid" not in s:   # the summary of a crawl that just ended, or a merge's
         return state
-    if s["crawling_pid"] is None:
-        return "interrupted: run the same command to resume"   # no process holds the directory
     return f"running (skitter process {s['crawling_pid']})" if s["crawling_pid"] else "running"
 
 

@@ -202,6 +202,9 @@ def test_one_crawl_at_a_time_in_a_directory_and_stats_tells_running_from_interru
         st = subprocess.run([sys.executable, "-m", "skitter", "stats", str(d)], capture_output=True, text=True,
                             timeout=60, check=True)
         assert "interrupted" in st.stdout and "run the same command to resume" in st.stdout
+        st = subprocess.run([sys.executable, "-m", "skitter", "stats", str(d), "--json"],
+                            capture_output=True, text=True, timeout=60, check=True)
+        assert json.loads(st.stdout)["state"] == "interrupted"   # the JSON says what the text says
         resumed = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         assert resumed.returncode == 0, resumed.stderr
         st = subprocess.run([sys.executable, "-m", "skitter", "stats", str(d), "--json"],
