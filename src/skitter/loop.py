@@ -557,7 +557,7 @@ class Crawler:
         held, shown = f.held_hosts(limit=3)
         if held:
             hosts = ", ".join((f"{host} for {wait:.1f} s more" if wait >= 0 else f"{host} ready {-wait:.1f} s ago")
-                              + (f" (Crawl-delay {cd:g} s)" if cd else "") for host, wait, cd in shown)
+                              + f" ({why})" for host, wait, why in shown)
             parts.append(f"{held} hosts held by politeness or due times ({hosts}{', …' if held > len(shown) else ''})")
         waiting_for = getattr(f, "waiting_for", None)   # what a frontier of its own waits on (Redis leases)
         if waiting_for is not None and (why := waiting_for()):

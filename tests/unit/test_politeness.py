@@ -122,6 +122,23 @@ def test_per_host_two():
     assert c.can_start(NOW)
 
 
+def test_why_names_what_holds_the_host():
+    """The watchdog's report named robots.txt's Crawl-delay for a host the adaptive delay held
+    (10 × a 2-5 s response), and every back-off "politeness or due times" (a hold-out web)."""
+    c = HostClock(Politeness(delay=0.5, adaptive=10.0, max_crawl_delay=60.0))
+    assert c.why() == "--delay 0.5 s"
+    c.crawl_delay = 0.9
+    assert c.why() == "Crawl-delay 0.9 s"
+    c.started(0.0)
+    c.finished(3.0, 2.5)
+    assert c.why() == "adaptive delay 25 s (10 × a 2.5 s response)"
+    c.back_off(3.0, 90.0)
+    assert c.why() == "a Retry-After or a retry's back-off"
+    c.started(93.0)
+    c.finished(93.1, 0.01)   # the back-off is behind it: the gap holds the host again
+    assert c.why() == "Crawl-delay 0.9 s"
+
+
 def test_back_off_is_capped():
     c = clock(max_retry_after=600.0)
     c.back_off(NOW, 30.0)

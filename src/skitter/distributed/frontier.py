@@ -809,7 +809,7 @@ class RedisFrontier:
     def active_hosts(self) -> int:
         return self.local.active_hosts
 
-    def held_hosts(self, limit: int = 3) -> tuple[int, list[tuple[str, float, float]]]:
+    def held_hosts(self, limit: int = 3) -> tuple[int, list[tuple[str, float, str]]]:
         return self.local.held_hosts(limit)
 
     # -- writes ----------------------------------------------------------------------------------

@@ -53,10 +53,11 @@ class Frontier(Protocol):
     def active_hosts(self) -> int:
         """Hosts with a request in flight."""
 
-    def held_hosts(self, limit: int = 3) -> tuple[int, list[tuple[str, float, float]]]:
+    def held_hosts(self, limit: int = 3) -> tuple[int, list[tuple[str, float, str]]]:
         """Hosts with work that wait for their politeness time or their URLs' due times: how many,
-        and the ``limit`` that wait the least as (host, seconds left, Crawl-delay). For the
-        watchdog's report of a stalled crawl."""
+        and the ``limit`` that wait the least as (host, seconds left, what it waits for: a
+        Crawl-delay, the adaptive delay, a back-off, a due time). For the watchdog's report of a
+        stalled crawl."""
 
 
 @runtime_checkable

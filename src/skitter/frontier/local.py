@@ -511,11 +511,17 @@ class LocalFrontier:
         if touched:
             self._wake.set()
 
-    def held_hosts(self, limit: int = 3) -> tuple[int, list[tuple[str, float, float]]]:
+    def held_hosts(self, limit: int = 3) -> tuple[int, list[tuple[str, float, str]]]:
         now = self.clock.monotonic()
-        held = sorted((when - now, key, self.hosts[key].clock.crawl_delay)
-                      for when, tick, key in self._timers if self.hosts[key].entry == tick)
-        return len(held), [(key, wait, cd) for wait, key, cd in held[:limit]]
+        held = sorted((when - now, key) for when, tick, key in self._timers if self.hosts[key].entry == tick)
+        return len(held), [(key, wait, self._why_held(self.hosts[key], now + wait)) for wait, key in held[:limit]]
+
+    def _why_held(self, h: _Host, when: float) -> str:
+        """What the host's timer at ``when`` waits for: its politeness time (HostClock.why), or
+        its next URL's own due time (a retry, a revisit) when that is later."""
+        if when > h.clock.next_time + 1e-3:
+            return "a URL's due time: a retry or a revisit"
+        return h.clock.why()
 
     def stop(self) -> None:
         self._stopped = True

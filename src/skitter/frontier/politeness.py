@@ -30,7 +30,7 @@ class Politeness:
 class HostClock:
     """The politeness clock of one host."""
 
-    __slots__ = ("policy", "crawl_delay", "last_elapsed", "next_time", "active", "starts", "before")
+    __slots__ = ("policy", "crawl_delay", "last_elapsed", "next_time", "active", "starts", "before", "backed_off")
 
     def __init__(self, policy: Politeness) -> None:
         self.policy = policy
@@ -40,10 +40,25 @@ class HostClock:
         self.active = 0
         self.starts = 0            # requests started, the token of the latest one
         self.before = 0.0          # next_time before the latest start (see cancelled)
+        self.backed_off = 0.0      # the latest back_off's time (what holds the host, if it is next_time)
 
     def gap(self) -> float:
         p = self.policy
         return max(p.delay, min(self.crawl_delay, p.max_crawl_delay), min(p.adaptive * self.last_elapsed, p.max_adaptive))
+
+    def why(self) -> str:
+        """What sets the host's next time: a back-off (a Retry-After, a retry's or robots.txt's
+        wait), else the largest term of :meth:`gap` (the watchdog's report of a waiting crawl)."""
+        p = self.policy
+        if self.backed_off and self.backed_off >= self.next_time:
+            return "a Retry-After or a retry's back-off"
+        crawl_delay = min(self.crawl_delay, p.max_crawl_delay)
+        adaptive = min(p.adaptive * self.last_elapsed, p.max_adaptive)
+        if adaptive > max(p.delay, crawl_delay):
+            return f"adaptive delay {adaptive:.3g} s ({p.adaptive:g} × a {self.last_elapsed:.3g} s response)"
+        if crawl_delay > p.delay:
+            return f"Crawl-delay {crawl_delay:g} s"
+        return f"--delay {p.delay:g} s"
 
     def can_start(self, now: float) -> bool:
         return self.active < self.policy.per_host and now >= self.next_time
@@ -70,7 +85,8 @@ class HostClock:
         self.next_time = max(self.next_time, now + self.gap())
 
     def back_off(self, now: float, seconds: float) -> None:
-        self.next_time = max(self.next_time, now + min(seconds, self.policy.max_retry_after))
+        self.backed_off = now + min(seconds, self.policy.max_retry_after)
+        self.next_time = max(self.next_time, self.backed_off)
 
 
 def parse_retry_after(value: str | None, now_epoch: float) -> float | None:
