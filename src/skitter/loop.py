@@ -59,7 +59,7 @@ from .store.crawlstore import CrawlStore, iso
 from .strategies import ParentContext, Scorer
 from .strategies.base import PageObserver
 from .transport import Transport
-from .urls import URLError, canonicalize, host_key
+from .urls import URLError, canonicalize, dns_name_problem, host_key, host_of
 from .watchdog import Watchdog
 
 if TYPE_CHECKING:
@@ -95,10 +95,15 @@ def check_seeds(seeds: list[str]) -> list[str]:
     """Canonical seed URLs, or BadSeedError naming the first bad one."""
     out = []
     for s in seeds:
+        shown = s if len(s) <= 200 else s[:197] + "..."
         try:
-            out.append(canonicalize(s.strip()))
+            url = canonicalize(s.strip())
         except URLError as exc:
-            raise BadSeedError(f"invalid seed URL {s!r}: {exc}") from None
+            raise BadSeedError(f"invalid seed URL {shown!r}: {exc}") from None
+        problem = dns_name_problem(host_of(url))
+        if problem is not None:   # (a link with such a host is a DNS error of its own fetch)
+            raise BadSeedError(f"invalid seed URL {shown!r}: {problem}")
+        out.append(url)
     if not out:
         raise BadSeedError("no seed URL given")
     return out

@@ -27,7 +27,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TypedDict
 
-from .urls import URLError, origin
+from .urls import URLError, dns_name_problem, origin
 
 LOOPBACK = "loopback"
 PRIVATE = "private"
@@ -334,6 +334,9 @@ class GuardedResolver:
             fam = socket.AF_INET6 if ":" in name else socket.AF_INET
             return [{"hostname": host, "host": name.strip("[]"), "port": port, "family": fam,
                      "proto": 0, "flags": socket.AI_NUMERICHOST}]
+        problem = dns_name_problem(name)
+        if problem is not None:   # no query: getaddrinfo's IDNA codec raised a UnicodeError on it
+            raise socket.gaierror(getattr(socket, "EAI_NONAME", -2), problem)
         return self._filter(host, await self._lookup(name, port, int(family)))
 
     async def _lookup(self, name: str, port: int, family: int) -> list[ResolveResult]:

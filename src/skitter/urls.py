@@ -387,6 +387,24 @@ def _public_suffix_list():  # loaded on first use (about 50 ms), not at import
     return PublicSuffixList()
 
 
+def dns_name_problem(host: str) -> str | None:
+    """What makes ``host`` (canonical: lower case, IDNA-encoded) no DNS name, or None. The WHATWG
+    parser takes empty labels and labels of any length; DNS does not (RFC 1035 2.3.4: labels of
+    1-63 octets, names of at most 253), and Python's resolver raised a UnicodeError on them, which
+    the crawl recorded as a protocol error. IP literals are no names: None."""
+    if _is_ip(host):
+        return None
+    name = host[:-1] if host.endswith(".") else host
+    if len(name) > 253:
+        return "a host name longer than 253 characters"
+    for label in name.split("."):
+        if not label:
+            return "an empty label in the host name"
+        if len(label) > 63:
+            return "a label of the host name longer than 63 characters"
+    return None
+
+
 def _is_ip(host: str) -> bool:
     if host.startswith("["):
         return True

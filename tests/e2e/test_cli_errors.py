@@ -13,10 +13,12 @@ from sites import one_error_line, skitter
 
 
 @pytest.mark.parametrize("seed", ["not a url", "ftp://example.com/", "http://", "javascript:alert(1)",
-                                  "http://exa mple.com/"])
+                                  "http://exa mple.com/", "http://a..b/", f"http://{'a' * 70}.example/",
+                                  f"http://example.com/{'x' * 5000}"])
 def test_bad_seed(tmp_path, seed):
     line = one_error_line(skitter("crawl", seed, "-o", str(tmp_path / "c"), "--quiet"))
     assert line.startswith("skitter: error:") and "seed" in line
+    assert len(line) < 600   # a 5,000-character URL is not printed whole
 
 
 def test_unwritable_directory(tmp_path):

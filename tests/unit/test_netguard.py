@@ -167,6 +167,21 @@ def test_resolver_filters_disallowed_addresses() -> None:
     run(go())
 
 
+@pytest.mark.parametrize(("name", "why"), [("a..b", "empty label"), ("x" * 64 + ".test", "longer than 63"),
+                                           (("abcdefghi." * 26) + "test", "longer than 253")])
+def test_a_name_dns_cannot_hold_is_a_dns_error_without_a_query(name: str, why: str) -> None:
+    """The WHATWG parser takes such hosts; the system resolver's IDNA codec raised a UnicodeError
+    on them, which the crawl recorded as "protocol: UnicodeError ..." (a hold-out check)."""
+    r = GuardedResolver({"public"})   # the system resolver: it is never asked
+
+    async def go() -> None:
+        with pytest.raises(socket.gaierror, match=why):
+            await r.resolve(name, 80)
+
+    run(go())
+    assert r.lookups == 0
+
+
 def test_resolver_overrides_and_guard_on_overrides() -> None:
     inner = FakeResolver({})
     r = GuardedResolver({"public", "loopback"}, {"Demo.Test": "127.0.0.1", "v6.test": "[::1]"},
