@@ -91,8 +91,8 @@ class CrawlConfig:
         "that class")
     max_body: int = setting(10 * 1024 * 1024, "body cap in bytes; also caps the decompressed size", at_least=1024, at_most=1 << 40)
     connect_timeout: float = setting(10.0, "seconds to connect", at_least=0.001, at_most=DAY)
-    read_timeout: float = setting(20.0, "seconds without a byte before a read times out (whole seconds: a fraction "
-        "is rounded up)", at_least=0.001, at_most=DAY)
+    read_timeout: float = setting(20.0, "seconds of under 1 byte/s (curl's low-speed limit: a stalled or dripping "
+        "response) before a read times out (whole seconds: a fraction is rounded up)", at_least=0.001, at_most=DAY)
     total_timeout: float = setting(60.0, "seconds for a whole response", at_least=0.001, at_most=DAY)
     retries: int = setting(2, "retries (with exponential backoff) after a timeout, refused connection or "
         "5xx; an unreachable robots.txt is tried as often (5 s, 25 s apart) before its host is disallowed",

@@ -787,8 +787,8 @@ class Fetcher:
         low = message.lower()
         got_status = res.status is not None
         if code == 28:  # CURLE_OPERATION_TIMEDOUT
-            if "too slow" in low:
-                return FetchTimeout(f"no byte for {cfg.read_timeout:g}s")
+            if "too slow" in low:   # curl's low-speed limit: its average, not the time since a byte
+                return FetchTimeout(f"under 1 byte/s for {cfg.read_timeout:g}s")
             if not got_status and ("connect" in low or "connection timed out" in low):
                 return FetchTimeout(f"no connection within {cfg.connect_timeout:g}s")
             return FetchTimeout(f"no complete response within {cfg.total_timeout:g}s")
@@ -819,6 +819,8 @@ class Fetcher:
             return DNSError(_one_line(message))
         if code == 3:
             return ProtocolError(_one_line(f"invalid URL: {message}"))
+        if code == 100:  # CURLE_TOO_LARGE (curl 8.6): in a response, a header over curl's limit
+            return ProtocolError("response headers too large (over curl's limit)")
         return ProtocolError(_one_line(f"malformed response: {message}" if message
                                        else f"curl error {code}"))
 

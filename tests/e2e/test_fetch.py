@@ -227,6 +227,15 @@ def test_slow_headers_read_timeout(srv: HostileServer) -> None:
 
 # -- size bounds -----------------------------------------------------------------------------
 
+def test_response_headers_over_curls_limit_say_so() -> None:
+    """A 400 KB header line: curl refuses it (CURLE_TOO_LARGE, code 100, with no message), which
+    was recorded as "protocol: curl error 100"."""
+    big = b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 400_000 + b"\r\nContent-Length: 2\r\n\r\nok"
+    with HostileServer(raw_responses={"/big-header": big}) as s:
+        r = fetch(s.raw_url("/big-header"))
+    assert r.error is not None and "headers too large" in r.error, r.error
+
+
 def test_huge_body_capped(srv: HostileServer) -> None:
     r = fetch(srv.url("/huge"))
     assert r.error is not None and r.error.startswith("too-large:"), r.error
