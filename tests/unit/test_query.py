@@ -52,6 +52,7 @@ def test_near():
     assert parse("a NEAR b") == Near((w("a"), w("b")), DEFAULT_NEAR)
     assert DEFAULT_NEAR == 10
     assert parse("a NEAR/3 b") == Near((w("a"), w("b")), 3)
+    assert parse("a NEAR/2147483648 b") == parse("a NEAR/99999999999999999999 b") == Near((w("a"), w("b")), 2 ** 31 - 1)
     assert parse('a NEAR/0 "b c" NEAR/0 d') == Near((w("a"), ph("b c"), w("d")), 0)
 
 

@@ -46,6 +46,7 @@ __all__ = ["Term", "Site", "DateFilter", "Not", "And", "Or", "Xor", "Near", "Nod
            "DEFAULT_NEAR", "FIELDS", "OPERATORS", "QuerySyntaxError", "is_bare", "walk"]
 
 DEFAULT_NEAR = 10
+MAX_NEAR = 2 ** 31 - 1   # NEAR/k's k at most: FTS5's int (a larger k means the same, anywhere in the field)
 OPERATORS = ("AND", "OR", "NOT", "XOR", "NEAR")
 # field name in a query -> index column
 FIELDS = {"title": "title", "meta": "meta", "headings": "headings", "heading": "headings",
@@ -171,7 +172,8 @@ def _lex(q: str) -> list[_Tok]:
             mk = _NEAR_RE.match(run)
             if not mk:
                 raise QuerySyntaxError("NEAR/k wants a whole number of words, as in NEAR/5", q, i + 5)
-            out.append(_Tok("OP", "NEAR", i, j, k=int(mk.group(1))))
+            # FTS5's NEAR takes a 32-bit int: a k of 2^31 to 2^32 wrapped round and matched nothing
+            out.append(_Tok("OP", "NEAR", i, j, k=min(int(mk.group(1)), MAX_NEAR)))
         elif m and (m.group(1).lower() in FIELDS or m.group(1).lower() in FILTERS):
             name = m.group(1).lower()
             vs = i + m.end()
