@@ -81,6 +81,7 @@ def test_setting_out_of_range(tmp_path, flag, value):
     (("--max-body", "99999999999999999999"), "--max-body must be at most"),
     (("--near-dup-window", "99999999999999999999"), "--near-dup-window must be at most"),
     (("--resolve", "example.test:notanip"), "--resolve wants HOST:IP"),
+    (("--topic-file", "/nonexistent/topic.txt"), "cannot read --topic-file"),   # (with bfs it was ignored)
 ])
 def test_a_number_that_would_break_the_crawl_is_refused(tmp_path, args, words):
     """Hold-out checks of bad input: nan crawled with no delay at all, inf and numbers beyond 64
