@@ -128,3 +128,23 @@ def test_serve_on_a_port_in_use_or_an_address_not_ours_is_one_line(tmp_path):
     assert line.startswith("skitter: error: cannot listen on 127.0.0.1:") and "in use" in line
     line = one_error_line(skitter("serve", str(tmp_path), "--host", "name.invalid", timeout=60))
     assert "cannot listen on name.invalid" in line
+
+
+def test_a_warc_export_without_its_file_or_a_warc_file_is_one_line(tmp_path):
+    from sites import StaticSite
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("<html><body><a href='a.html'>a</a></body></html>")
+    (site / "a.html").write_text("<html><body>a</body></html>")
+    out = tmp_path / "c"
+    with StaticSite(site) as srv:
+        res = skitter("crawl", srv.base + "/", "-o", str(out), "--delay", "0", "--quiet", "--allow-private")
+        assert res.returncode == 0, res.stderr
+    res = skitter("export", str(out), "--format", "warc")
+    assert res.returncode == 2 and one_error_line(res) == "skitter: error: --format warc needs -o FILE"
+    for f in (out / "warc").iterdir():
+        f.unlink()
+    res = skitter("export", str(out), "--format", "warc", "-o", str(tmp_path / "x.warc.gz"))
+    assert res.returncode == 2 and "a WARC file of the crawl is missing" in one_error_line(res)
+    assert not list(tmp_path.glob("x.warc.gz*"))

@@ -105,7 +105,9 @@ def export(directories: Path | Sequence[Path], fmt: str, out: Path | None) -> in
             from .warc import export_warc
 
             if out is None:
-                raise SystemExit("skitter: error: --format warc needs -o FILE")
+                from ..errors import UsageError
+
+                raise UsageError("--format warc needs -o FILE")
             if len(dbs) == 1:   # one directory: its records' WARC locations alone, in the same order
                 pairs = [(str(dirs[0] / "warc" / f), offset, length) for f, offset, length in dbs[0].query(
                     "SELECT f.warc_file, f.warc_offset, f.warc_length FROM fetches f WHERE f.warc_file IS NOT NULL"

@@ -709,7 +709,12 @@ def export_warc(
                     p = Path(directory) / p
                 f = handles.get(p)
                 if f is None:
-                    f = handles[p] = open(p, "rb")
+                    try:
+                        f = handles[p] = open(p, "rb")
+                    except FileNotFoundError:   # the crawl's records name it: the directory lost it
+                        from ..errors import CrawlDirError
+
+                        raise CrawlDirError(f"a WARC file of the crawl is missing: {p}") from None
                 f.seek(offset)  # type: ignore[attr-defined]
                 start = w.tell()
                 left = length
