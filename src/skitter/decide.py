@@ -25,7 +25,7 @@ from .analyse import Analysis
 from .neardup import Verdict
 from .frontier.politeness import parse_retry_after
 from .models import Candidate, FetchResult
-from .urls import URLError, canonicalize, resolve
+from .urls import URLError, canonicalize, header_url, resolve
 
 REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 
@@ -74,7 +74,7 @@ def decide(cand: Candidate, result: FetchResult, analysis: Analysis | None, verd
 
 
 def _redirect_target(cand: Candidate, location: str, rules: Rules) -> tuple[str | None, str | None]:
-    target = resolve(cand.url, location)
+    target = resolve(cand.url, header_url(location))
     try:
         target = canonicalize(target) if target else None
     except URLError:

@@ -387,6 +387,18 @@ def _public_suffix_list():  # loaded on first use (about 50 ms), not at import
     return PublicSuffixList()
 
 
+def header_url(value: str) -> str:
+    """A URL from a header the fetcher decoded as Latin-1 (RFC 9110's default): its bytes read as
+    UTF-8 when they are (browsers do so; a server sending ``Location: /café`` in UTF-8 gave
+    ``/caf%C3%83%C2%A9``), else as they were."""
+    if value.isascii():
+        return value
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return value
+
+
 def dns_name_problem(host: str) -> str | None:
     """What makes ``host`` (canonical: lower case, IDNA-encoded) no DNS name, or None. The WHATWG
     parser takes empty labels and labels of any length; DNS does not (RFC 1035 2.3.4: labels of

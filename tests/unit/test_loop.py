@@ -75,6 +75,17 @@ def test_a_redirect_loop_ends(tmp_path):
     assert crawler.state == "finished"
 
 
+def test_a_location_in_utf_8_is_read_as_utf_8(tmp_path):
+    """The fetcher decodes header bytes as Latin-1 (RFC 9110); a Location sent in raw UTF-8
+    (``/café``: what curl's Latin-1 reading makes "/cafÃ©") went to ``/caf%C3%83%C2%A9``."""
+    latin1_of_utf8 = "/café".encode().decode("latin-1")
+    routes = {f"{A}/": html('<a href="/old">o</a>'), f"{A}/old": Reply(301, (("Location", latin1_of_utf8),)),
+              f"{A}/caf%C3%A9": html("coffee")}
+    site, records, _ = crawl(tmp_path, routes)
+    assert records[f"{A}/old"]["final_url"] == f"{A}/caf%C3%A9"
+    assert records[f"{A}/caf%C3%A9"]["status"] == 200
+
+
 def test_a_redirect_chain_stops_at_max_redirects(tmp_path):
     routes = {f"{A}/": html('<a href="/r0">r</a>')}
     routes.update({f"{A}/r{i}": Reply(302, (("Location", f"/r{i + 1}"),)) for i in range(10)})

@@ -210,7 +210,7 @@ class RobotsCache:
                 location = result.header("location")
                 if not location or not location.strip() or hop == self.max_redirects:
                     return unavailable  # RFC 9309 2.3.1.2: MAY treat as unavailable
-                target = urls.resolve(url, location.strip())
+                target = urls.resolve(url, urls.header_url(location.strip()))
                 if target is None:
                     return unavailable
                 url = target
