@@ -687,6 +687,19 @@ def test_snippets_highlight_the_query_words(searcher):
         assert "<" not in h.snippet_html.replace("<mark>", "").replace("</mark>", "")
 
 
+@pytest.mark.parametrize(("text", "query", "marked"), [
+    ("La crème brûlée", "creme", "crème"), ("a naïve person", "naive", "naïve"), ("in Zürich", "zurich", "Zürich"),
+    ("my résumé", "resume", "résumé"), ("Garçon!", "garcon", "Garçon"), ("un café", "cafe", "café"),
+    ("ÉCOLE normale", "ecole", "ÉCOLE")])
+def test_a_word_with_diacritics_is_marked_in_a_snippet(text, query, marked):
+    """The index folds diacritics ("crème" is found by creme); the snippet now marks such words,
+    where only those whose stem's first letters had no accent were (café, not crème)."""
+    from skitter.search.snippets import snippet
+
+    plain, _, n = snippet(text, set(analyze.tokens(query)))
+    assert n == 1 and f"**{marked}**" in plain, plain
+
+
 def test_snippet_html_is_escaped():
     from skitter.search.snippets import highlight, snippet
 

@@ -78,14 +78,34 @@ def highlight(text: str | None, stems: set[str] | frozenset[str]) -> tuple[str, 
     return _render(text, _marks(text, stems), 0, len(text))
 
 
+@lru_cache(maxsize=1)
+def _variants() -> dict[str, str]:
+    """Each ASCII letter and the Latin letters that fold to it (analyze.fold: "è" → "e"), as the
+    inside of a character class: a stem's prefix matches the words the analyzer folds to it
+    ("crème" for the stem "creme"; only "café", whose prefix "caf" has no accent, was marked)."""
+    out: dict[str, list[str]] = {}
+    for code in [*range(0xC0, 0x250), *range(0x1E00, 0x1F00)]:
+        c = chr(code)
+        f = analyze.fold(c)
+        if len(f) == 1 and f.isascii() and f.isalpha():
+            out.setdefault(f, [f]).append(c)
+    return {k: "".join(v) for k, v in out.items()}
+
+
+def _pattern(prefix: str) -> str:
+    variants = _variants()
+    return "".join(f"[{variants[c]}]" if c in variants else re.escape(c) for c in prefix)
+
+
 @lru_cache(maxsize=256)
 def _candidates(stems: frozenset[str]) -> re.Pattern | None:
     """A regex for the words that may analyse to one of ``stems``: those starting with the stem
-    less its last letter (Porter-2 stems are prefixes of the word but for a final y → i)."""
+    less its last letter (Porter-2 stems are prefixes of the word but for a final y → i), any of
+    its letters written with a diacritic."""
     prefixes = sorted({st[:-1] if len(st) > 3 else st for st in stems if st}, key=len, reverse=True)
     if not prefixes:
         return None
-    alt = "|".join(re.escape(p) for p in prefixes)
+    alt = "|".join(_pattern(p) for p in prefixes)
     return re.compile(rf"(?<![^\W_])(?:{alt})[^\W_]*", re.IGNORECASE)
 
 
