@@ -23,7 +23,23 @@ from ..urls import fingerprint, host_key
 from .db import CrawlDB
 from .lock import DirectoryLock
 from .text import pack_text
-from .warc import WarcLocation, WarcWriter
+from .warc import WarcLocation, WarcWriter, record_problem
+
+
+def _check_last_record(db: CrawlDB, warc_dir: Path, committed: list | None) -> None:
+    """CrawlDirError unless the last pair committed to the current WARC file reads
+    (``warc.record_problem``): a damaged archive stops the resume, as a missing one does."""
+    if not committed:
+        return
+    name = Path(committed[0]).name
+    row = db.conn.execute("SELECT warc_offset, warc_length FROM fetches WHERE warc_file = ?"
+                          " ORDER BY warc_offset DESC LIMIT 1", (name,)).fetchone()
+    if row is None:
+        return
+    problem = record_problem(warc_dir / name, row[0], row[1])
+    if problem is not None:
+        raise CrawlDirError(f"WARC file {warc_dir / name} is damaged: its last committed record (offset {row[0]})"
+                            f" does not read: {problem}")
 
 
 def iso(epoch: float) -> str:
@@ -91,6 +107,7 @@ class CrawlStore:
             warc_dir.mkdir(exist_ok=True)
             committed = db.get_meta("warc_commit")
             warc = WarcWriter.resume(warc_dir, tuple(committed) if committed else None, software=software)
+            _check_last_record(db, warc_dir, committed)
         except BaseException:
             if db is not None:
                 db.close()

@@ -546,6 +546,33 @@ class WarcWriter:
         return cls(directory, **kw)  # type: ignore[arg-type]
 
 
+def record_problem(path: Path, offset: int, length: int) -> str | None:
+    """What is wrong with the record pair stored at ``offset`` (``length`` bytes) of ``path``, or
+    None: each of its gzip members must inflate and start a WARC record. A crawl resumes only on a
+    WARC file whose last committed pair reads (a file overwritten with other bytes was cut back
+    to its committed length and crawled on; the damage showed at the next WARC export)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read(length)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if len(data) < length:
+        return f"{length - len(data)} bytes of it are missing"
+    while data:   # each member (one record, at most a capped body: inflated whole)
+        d = zlib.decompressobj(31)
+        try:
+            record = d.decompress(data)
+        except zlib.error as exc:
+            return f"it does not inflate ({exc})"
+        if not d.eof:
+            return "it is cut short"
+        if not record.startswith(b"WARC/1."):
+            return "it is no WARC record"
+        data = d.unused_data
+    return None
+
+
 # ---------------------------------------------------------------------------------------- reading
 
 
@@ -712,8 +739,6 @@ def export_warc(
                     try:
                         f = handles[p] = open(p, "rb")
                     except FileNotFoundError:   # the crawl's records name it: the directory lost it
-                        from ..errors import CrawlDirError
-
                         raise CrawlDirError(f"a WARC file of the crawl is missing: {p}") from None
                 f.seek(offset)  # type: ignore[attr-defined]
                 start = w.tell()
