@@ -83,6 +83,15 @@ def test_eval_fresh_scores_the_recrawl_and_the_simulated_policies(recrawled, tmp
                                              "synced", "scores")}, began=ev["start"] - 9 * (ev["end"] - ev["start"]))
     assert "note: the scored window is 10% of the recrawl's time" in report("crawl", small)
     assert "note:" not in report("crawl", FreshEval(**{**small.__dict__, "began": ev["start"]}))
+    # an optimum that gains next to nothing over uniform (in plain freshness here) gets no share:
+    # a ratio over 0.006 printed -3.9 or -7.0 (a hold-out web); the weighted one is still shown
+    scores = {k: dict(v) for k, v in ev["scores"].items()}
+    scores["optimal (true rates)"]["freshness"] = scores["uniform (true rates)"]["freshness"] + 0.006
+    scores["optimal (true rates)"]["weighted_freshness"] = scores["uniform (true rates)"]["weighted_freshness"] + 0.2
+    flat = FreshEval(**{**small.__dict__, "scores": scores})
+    assert flat.gain_share() is None and flat.gain_share("weighted_freshness") is not None
+    text = report("crawl", flat)
+    assert " weighted of the true-rate optimum's gain" in text and "gains less than 0.02 over uniform in plain" in text
 
 
 def test_eval_fresh_scores_a_crawl_then_a_separate_recrawl(tmp_path: Path) -> None:
