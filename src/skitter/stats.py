@@ -44,7 +44,9 @@ def summary(db: CrawlDB) -> dict[str, Any]:
         "near_duplicates": one("SELECT count(*) FROM fetches WHERE near_duplicate_of IS NOT NULL"),
         "mirrors": _mirrors(db),
         "disallowed": one("SELECT count(*) FROM fetches WHERE error LIKE 'robots:%'"),
-        "queued": one("SELECT count(*) FROM urls WHERE state != 2"),
+        # (a recrawl's pages wait for their next revisit: scheduled, not queued)
+        "queued": one("SELECT count(*) FROM urls WHERE state != 2 AND revisit = 0"),
+        "revisits_scheduled": one("SELECT count(*) FROM urls WHERE state != 2 AND revisit = 1"),
         "seen": one("SELECT count(*) FROM urls"),
         "hosts": one("SELECT count(DISTINCT host) FROM fetches WHERE fetch_order IS NOT NULL"),
         "links": one("SELECT count(*) FROM links"),
@@ -239,7 +241,8 @@ def render(s: dict[str, Any]):
         ("robots-disallowed", str(s["disallowed"])),
         ("hosts", str(s["hosts"])),
         ("links stored", str(s["links"])),
-        ("URLs seen / still queued", f"{s['seen']} / {s['queued']}"),
+        ("URLs seen / still queued", f"{s['seen']} / {s['queued']}"
+                                     + (f" ({s['revisits_scheduled']} revisits scheduled)" if s.get("revisits_scheduled") else "")),
         ("bytes", f"{s['bytes']:,}"),
         ("top hosts", ", ".join(f"{h} ({n})" for h, n in s["top_hosts"]) or "-"),
     ]
