@@ -431,3 +431,25 @@ def test_a_plain_crawl_keeps_the_main_text_checksum_for_a_later_recrawl(tmp_path
     recrawl(out, pages, 1.0, rate=0.05)
     assert kinds(out, "/noisy.html")[1:2] == ["noise"]
     assert "changed" in kinds(out, "/news.html") and "baseline" not in kinds(out, "/news.html")
+
+
+def test_a_page_of_the_crawl_gets_its_last_modified_as_its_last_change(tmp_path: Path) -> None:
+    """A page a plain crawl stored, taken into a recrawl's collection, has the Last-Modified it was
+    served with as its last change, as a page the recrawl fetches first has; it had none (the
+    export's last_changed was null for one, the header's time for the other: a hold-out run)."""
+    changed = EPOCH - 7200
+    pages = {"/": Page(etag=False, last_modified="true", changes=(changed,), links=("/a.html",)),
+             "/a.html": Page(etag=False, last_modified="true", changes=(changed,))}
+    out = tmp_path / "crawl"
+    clock = LoopClock()
+    web = Scripted(pages, clock)
+    config = CrawlConfig(seeds=(SITE + "/",), delay=1.0, adaptive_delay=0.0, per_host=1, concurrency=2,
+                         analysis_processes=0, index_interval=-1).validate()
+
+    async def crawl() -> None:
+        await build_crawler(out, config, transport=web, clock=clock).run()
+
+    run_in_fake_time(crawl())
+    recrawl(out, pages, 0.2, rate=0.05)
+    got = dict(rows(out, "SELECT url, last_change FROM recrawl_pages"))
+    assert got == {SITE + "/": pytest.approx(changed), SITE + "/a.html": pytest.approx(changed)}

@@ -109,7 +109,19 @@ class RecrawlStore:
             " FROM fetches f LEFT JOIN pages p ON p.fp = f.fp"
             " WHERE f.fetch_order IS NOT NULL AND f.status >= 200 AND f.status < 300 AND f.fetched_at IS NOT NULL"
             " AND f.fp NOT IN (SELECT fp FROM recrawl_pages) AND f.fp NOT IN (SELECT fp FROM recrawl_sitemaps)")
-        return cur.rowcount
+        added = cur.rowcount
+        if added:   # their last change is their Last-Modified, as a page first fetched by the recrawl's
+            from ..httpdate import parse_http_date
+
+            dated = []
+            for fp, value in self.conn.execute("SELECT fp, last_modified FROM recrawl_pages WHERE last_change"
+                                               " IS NULL AND changes = 0 AND last_modified IS NOT NULL").fetchall():
+                try:
+                    dated.append((parse_http_date(value).timestamp(), fp))
+                except (TypeError, ValueError, IndexError, OverflowError, AttributeError):
+                    continue
+            self.conn.executemany("UPDATE recrawl_pages SET last_change = ? WHERE fp = ?", dated)
+        return added
 
     def unscheduled(self, limit: int = 10_000) -> list[dict[str, Any]]:
         """Pages of the collection with no due time yet (just bootstrapped)."""
