@@ -106,8 +106,10 @@ async def _work(directory: Path, redis_url: str, crawl_id: str, config: CrawlCon
                 said = False
                 while (raw := await read_crawl_config(client, keys)) is None:
                     if not said:
-                        click.echo(f"skitter: waiting for crawl {crawl_id!r} to be created (skitter crawl --redis)",
-                                   err=True)
+                        others = await _crawl_ids(client)
+                        click.echo(f"skitter: waiting for crawl {crawl_id!r} to be created (skitter crawl --redis); "
+                                   + (f"this Redis holds {', '.join(map(repr, others))}" if others
+                                      else "this Redis holds no crawl yet"), err=True)
                         said = True
                     if time.monotonic() > deadline:
                         raise RedisError(f"no crawl {crawl_id!r} in Redis after an hour of waiting")
@@ -243,6 +245,21 @@ async def _cluster_figures(client, crawl_id: str) -> dict[str, Any]:   # noqa: A
             "fetched": sum(w["fetched"] for w in workers),
             "pages_per_s": round(sum(w["pages_per_s"] for w in workers if w["alive"]), 1),
             "seeds": config.get("seeds", [])}
+
+
+async def _crawl_ids(client, limit: int = 10) -> list[str]:   # noqa: ANN001 - a Redis or RedisCluster
+    """The ids of the crawls on this Redis (their ``sk:{C}:config`` keys), at most ``limit``: a
+    worker that waits for a crawl id says which there are (a typo waits an hour otherwise)."""
+    out: list[str] = []
+    try:
+        async for key in client.scan_iter(match="sk:{*}:config", count=1000):
+            name = key.decode() if isinstance(key, bytes) else key
+            out.append(name[len("sk:{"):-len("}:config")])
+            if len(out) >= limit:
+                break
+    except Exception:   # (only for a message: a Redis that refuses SCAN says nothing more)
+        return []
+    return sorted(out)
 
 
 def cluster_state(s: dict[str, Any]) -> str:

@@ -431,12 +431,16 @@ def test_a_worker_waiting_for_its_crawl_says_in_one_line_that_redis_went_away(re
     """``worker`` on a crawl not created yet waits for it; Redis going away meanwhile is the
     ordinary one line (exit 1), not an internal error."""
     server = redis_servers()
+    import redis as redis_py
+
+    redis_py.Redis(port=server.port).set("sk:{other}:config", "{}")   # another crawl: named, so a typo shows
     proc = spawn("worker", "--redis", server.url, "--crawl-id", "later", "-o", str(tmp_path / "w"), "-q")
     try:
         ready, _, _ = select.select([proc.stderr], [], [], 30)
         assert ready, "the worker never said it was waiting"
         waiting = proc.stderr.readline()
-        assert waiting == "skitter: waiting for crawl 'later' to be created (skitter crawl --redis)\n"
+        assert waiting == ("skitter: waiting for crawl 'later' to be created (skitter crawl --redis);"
+                           " this Redis holds 'other'\n")
         server.kill()
         _, err = proc.communicate(timeout=30)
     finally:
