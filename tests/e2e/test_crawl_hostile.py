@@ -168,7 +168,7 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path):
 
 def test_unreachable_robots_host_does_not_hold_the_crawl(tmp_path):
     """Links to a host whose robots.txt answers 500 wait together for its next try (--retries 1
-    here: once more, 5 s later), then are recorded at once. Retrying each URL on its own used to
+    here: once more, 4 s later), then are recorded at once. Retrying each URL on its own used to
     hold the host one URL after another (the wild web's robots-500 host: 70 linked URLs cost
     214 s)."""
     with HostileServer() as srv:

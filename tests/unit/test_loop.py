@@ -101,11 +101,11 @@ def test_an_unreachable_robots_txt_disallows_the_host_without_a_request(tmp_path
     assert starts(site) == []
     assert records[f"{A}/"]["status"] is None
     # the record says why: the robots.txt fetch's error (the user sees a refused connection, not a
-    # rule), after the tries: the first and --retries (2) more, 5 and 25 s apart
+    # rule), after the tries: the first and --retries (2) more, 4 and 16 s apart
     assert records[f"{A}/"]["error"] == \
         "robots: robots.txt unreachable (connect: connection refused; 3 tries), crawling disallowed"
     tries = site.hits(f"{A}/robots.txt")
-    assert len(tries) == 3 and tries[1] - tries[0] >= 4.999 and tries[2] - tries[1] >= 24.999
+    assert len(tries) == 3 and tries[1] - tries[0] >= 3.999 and tries[2] - tries[1] >= 15.999
 
 
 def test_a_robots_txt_answering_5xx_is_named_in_the_records_it_stops(tmp_path):
@@ -119,14 +119,14 @@ def test_a_robots_txt_answering_5xx_is_named_in_the_records_it_stops(tmp_path):
                                      Reply(error="connect: connection reset by peer", retryable=True)])
 def test_a_robots_txt_that_fails_once_is_tried_again_and_the_host_crawled(tmp_path, failure):
     """One 503, 429 or reset of robots.txt recorded every URL of the host as disallowed, for the
-    whole crawl (a hold-out web lost three hosts so). The host's URLs wait for the next try (5 s,
+    whole crawl (a hold-out web lost three hosts so). The host's URLs wait for the next try (4 s,
     or the Retry-After), none of them requested before robots.txt answers."""
     ok = Reply(200, (("Content-Type", "text/plain"),), b"User-agent: *\nAllow: /\n")
     routes = {f"{A}/robots.txt": [failure, ok], f"{A}/": html('<a href="/1">1</a> <a href="/2">2</a>'),
               f"{A}/1": html("one"), f"{A}/2": html("two")}
     site, records, crawler = crawl(tmp_path, routes)
     tries = site.hits(f"{A}/robots.txt")
-    assert len(tries) == 2 and tries[1] - tries[0] >= (39.999 if failure.status == 429 else 4.999)
+    assert len(tries) == 2 and tries[1] - tries[0] >= (39.999 if failure.status == 429 else 3.999)
     assert min(starts(site)) >= tries[1]
     assert {u for u, r in records.items() if r["status"] == 200} == {f"{A}/", f"{A}/1", f"{A}/2"}
     assert crawler.state == "finished"

@@ -267,7 +267,7 @@ def test_unreachable_is_kept_only_error_expiry() -> None:
 
 
 def test_unreachable_is_tried_again_retries_times_then_final() -> None:
-    """With ``retries``, an unreachable robots.txt is tried again after 5 s, then 25 s (or after a
+    """With ``retries``, an unreachable robots.txt is tried again after 4 s, then 16 s (or after a
     longer Retry-After), and ``retry_in`` says when, so the crawl holds the origin's URLs instead
     of recording them disallowed; after the last try the verdict is final (``retry_in`` None) for
     ``error_expiry``; a robots.txt that answers clears the count."""
@@ -282,8 +282,8 @@ def test_unreachable_is_tried_again_retries_times_then_final() -> None:
             cache = RobotsCache(make_getter(session), UA, error_expiry=300.0, clock=clock, retries=2)
             url = server.base + "/page"
             assert (await cache.rules_for(url)).reason == "unreachable"
-            assert cache.retry_in(url) == 5.0 and cache.tries(url) == 1
-            clock.now += 5.0
+            assert cache.retry_in(url) == 4.0 and cache.tries(url) == 1
+            clock.now += 4.0
             state["headers"] = {"Retry-After": "70"}   # the server asks for longer: it gets it
             assert cache.cached(url) is None and (await cache.rules_for(url)).reason == "unreachable"
             assert cache.retry_in(url) == 70.0 and cache.tries(url) == 2

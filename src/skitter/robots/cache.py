@@ -8,7 +8,7 @@ The HTTP access rules of RFC 9309 2.3.1 live here:
 * 4xx: "unavailable", everything is allowed (2.3.1.3) -- except 429 Too Many Requests, which
   is a request to slow down and is treated like 5xx, as Google does.
 * 5xx, network errors, timeouts: "unreachable", everything is disallowed (2.3.1.4). The file is
-  tried again ``retries`` times, ``retry_wait`` (5 s) × 5^k apart, or after the server's Retry-After
+  tried again ``retries`` times, ``retry_wait`` (4 s) × 4^k apart, or after the server's Retry-After
   if longer (at most ``error_expiry``): :meth:`RobotsCache.retry_in` tells the crawl loop, which
   holds the origin's URLs until then rather than record them as disallowed (one 503 or reset lost a
   whole host for the crawl, found on a hold-out web). After the last try the verdict is final for
@@ -82,7 +82,7 @@ class RobotsCache:
         max_bytes: int = MAX_BYTES,
         max_redirects: int = 5,
         retries: int = 0,
-        retry_wait: float = 5.0,
+        retry_wait: float = 4.0,
         epoch: Callable[[], float] = time.time,
     ) -> None:
         self._get = get
@@ -170,7 +170,7 @@ class RobotsCache:
             if rules.reason == "unreachable":
                 n = self._failures[origin] = self._failures.get(origin, 0) + 1
                 if n <= self.retries:   # tried again after a wait (the last try's verdict is final)
-                    ttl = min(self.error_expiry, max(wait or 0.0, self.retry_wait * 5 ** (n - 1)))
+                    ttl = min(self.error_expiry, max(wait or 0.0, self.retry_wait * 4 ** (n - 1)))
             else:
                 self._failures.pop(origin, None)
             self._store(origin, rules, ttl)
