@@ -72,6 +72,7 @@ _SHAPE_MIN, _SHAPE_MAX = 0.05, 100.0
 # most of the prior's mass orders of magnitude below its mean: on 8-page sites a new page with one
 # unchanged visit got a median of 0.05 times the site's rate (40 simulated sites, docs/recrawl.md).
 _WIDEST_SHAPE = 0.5
+_AT_BOUND = 1e-6   # log rate parameter this close to its upper bound: the fit ran off the slow end
 _MAX_STEPS = 200
 _SOLVER_STEPS = 200
 _RTOL = 1e-12
@@ -512,6 +513,9 @@ def fit_site_prior(histories: Sequence[History], *, classes: Sequence[float] | n
     log shape (from the observed information): same mean, a wider prior, and intervals that
     cover at about their level (0.94–0.99 in the twenty simulated sites of docs/recrawl.md); but
     never below shape 0.5 (``_WIDEST_SHAPE``) unless the fit itself is. A page's own history is part of the fit; with five or more pages that counts little.
+
+    None, too, while the histories cannot identify a prior (see `fit_prior_to_likelihoods`): no
+    page seen changing yet, say a few seconds into a crawl.
     """
     grid = _check_classes(classes)
     known = [h for h in histories if _intervals(h)[0].size]
@@ -523,16 +527,26 @@ def fit_site_prior(histories: Sequence[History], *, classes: Sequence[float] | n
 
 
 def fit_prior_to_likelihoods(loglik: np.ndarray, classes: Sequence[float] | np.ndarray = CLASSES,
-                             start_mean: float | None = None) -> GammaPrior:
+                             start_mean: float | None = None) -> GammaPrior | None:
     """`fit_site_prior`'s fit, from the pages' log-likelihoods at each class (one row a page, as
     :mod:`skitter.recrawl.history` keeps them): what a recrawl fits a site's prior on without
     re-reading any history. ``start_mean``: where the optimiser starts (default: the mean of the
-    pages' maximum-likelihood classes)."""
+    pages' maximum-likelihood classes).
+
+    None when the likelihoods cannot identify a prior: when no page's likelihood is highest above
+    the slowest class (no page seen changing: every rate too slow to have shown a change in the
+    time watched explains the site equally well, so the marginal likelihood has no maximum inside
+    the grid), or when the fit ends at the bound of its rate parameter on that side. Either way
+    the fit's answer was "every page slower than the slowest class", from five unchanged intervals
+    of a few seconds as much as from years, and under it a page seen changing within 18 s was
+    estimated at 0.00025 changes a day (docs/recrawl.md)."""
     from scipy.optimize import minimize   # here only: the fit runs off the hot path
 
     grid = _check_classes(classes)
     loglik = np.asarray(loglik, dtype=float)
     known = loglik   # (one row a page)
+    if not (np.argmax(loglik, axis=1) > 0).any():
+        return None
     if start_mean is None:
         start_mean = float(np.exp(np.log(grid)[np.argmax(loglik, axis=1)].mean()))
     features = np.stack([np.log(grid), -grid])
@@ -552,6 +566,8 @@ def fit_prior_to_likelihoods(loglik: np.ndarray, classes: Sequence[float] | np.n
               (math.log(1e-3 / grid[-1]), math.log(1e3 / grid[0]))]
     start = np.array([0.0, min(max(-math.log(mean), bounds[1][0]), bounds[1][1])])
     result = minimize(negative, start, jac=True, method="L-BFGS-B", bounds=bounds)
+    if result.x[1] >= bounds[1][1] - _AT_BOUND:
+        return None
     shape, rate = np.exp(result.x)
     wider = max(shape * math.exp(-_standard_error(lambda theta: negative(theta)[1], result.x)),
                 min(shape, _WIDEST_SHAPE))

@@ -173,7 +173,9 @@ def _site_priors(conn: sqlite3.Connection) -> dict[str, tuple[float, float]]:
             prior = fit_prior_to_likelihoods(loglik)
         except (ValueError, ArithmeticError, np.linalg.LinAlgError):
             continue
-        if math.isfinite(prior.changes) and math.isfinite(prior.seconds):
+        # None: the site's pages cannot tell a prior yet (none seen changing); its pages keep the
+        # flat one until a later fit (Recrawl.replan fits at every pass while no site has a prior)
+        if prior is not None and math.isfinite(prior.changes) and math.isfinite(prior.seconds):
             priors[host] = (prior.changes, prior.seconds)
     return priors
 
