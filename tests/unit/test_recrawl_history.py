@@ -43,7 +43,7 @@ def histories(draw):
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(histories(), st.sampled_from([None, GammaPrior(1.0, 3600.0), GammaPrior(0.3, 50.0)]))
+@given(histories(), st.sampled_from([None, GammaPrior(1.0, 3600.0), GammaPrior(0.3, 50.0), GammaPrior(4.0, 4 * 3600.0, 60.0)]))
 def test_running_statistics_give_eb_of_the_whole_history(history, prior):
     stats = run(history)
     trust = lm_trustworthy(history)

@@ -10,8 +10,9 @@ the crawl process applies:
    link to, so a URL outside a bounded collection has one too), or in-link counts; as weights with
    mean 1 over the collection;
 2. each site's prior: a gamma distribution fitted on its pages' running likelihoods
-   (``estimate.fit_prior_to_likelihoods``, at most ``PRIOR_SAMPLE`` pages a site), which shrinks
-   the estimates of pages with short histories;
+   (``estimate.fit_prior_to_likelihoods``, at most ``PRIOR_SAMPLE`` pages a site), with a small
+   heavy tail that reaches as fast as the site's most often visited page can resolve; it shrinks
+   the estimates of pages with short histories (none while no page of the site was seen changing);
 3. the multiplier of the policy for the budget over every page's current estimate and weight
    (:func:`skitter.recrawl.schedule.solve`);
 4. the refinement decision of a bounded collection: while the most important URL outside is more
@@ -154,10 +155,10 @@ def _importance(conn: sqlite3.Connection, kind: str) -> dict[int, float]:
     return {int(fp): float(v) for fp, v in zip(nodes, pr)}
 
 
-def _site_priors(conn: sqlite3.Connection) -> dict[str, tuple[float, float]]:
+def _site_priors(conn: sqlite3.Connection) -> dict[str, tuple[float, float, float]]:
     from .estimate import fit_prior_to_likelihoods
 
-    priors: dict[str, tuple[float, float]] = {}
+    priors: dict[str, tuple[float, float, float]] = {}
     hosts = [r[0] for r in conn.execute("SELECT host FROM recrawl_pages WHERE n > 0 AND in_collection = 1"
                                         " GROUP BY host HAVING count(*) >= ?", (PRIOR_MIN_PAGES,))]
     for host in hosts:
@@ -169,14 +170,18 @@ def _site_priors(conn: sqlite3.Connection) -> dict[str, tuple[float, float]]:
         loglik = np.stack([np.frombuffer(b, dtype="<f4").astype(float) for b in blobs])
         if loglik.shape[1] != CLASSES.size:
             continue
+        # the prior's tail reaches as fast as the site's most often visited page can resolve (over
+        # every page of the site, not the sample: a home page is one page among thousands)
+        finest = conn.execute("SELECT min((last_visit - first_visit) / n) FROM recrawl_pages WHERE host = ?"
+                              " AND n > 0 AND in_collection = 1 AND last_visit > first_visit", (host,)).fetchone()[0]
         try:
-            prior = fit_prior_to_likelihoods(loglik)
+            prior = fit_prior_to_likelihoods(loglik, tail_interval=finest)
         except (ValueError, ArithmeticError, np.linalg.LinAlgError):
             continue
         # None: the site's pages cannot tell a prior yet (none seen changing); its pages keep the
         # flat one until a later fit (Recrawl.replan fits at every pass while no site has a prior)
         if prior is not None and math.isfinite(prior.changes) and math.isfinite(prior.seconds):
-            priors[host] = (prior.changes, prior.seconds)
+            priors[host] = (prior.changes, prior.seconds, prior.tail_interval)
     return priors
 
 
