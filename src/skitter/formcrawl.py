@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from collections.abc import Iterable
+from urllib.parse import urlsplit
 
 from .config import CrawlConfig
 from .errors import UsageError
@@ -61,9 +62,12 @@ RESULT_PAGES = 20
 #: Planners kept in memory at once; forms found beyond wait in the database (status ``queued``) and
 #: start as earlier ones finish.
 ACTIVE = 32
-#: Forms planned per host at most: a site's searches are a few forms; one that offers a new form
-#: with every page (what the form key's id rule does not catch) costs at most this many budgets.
+#: Planners of one host's forms running at once, at most (more wait, queued, and start as earlier
+#: ones end); and forms of one host ever planned, at most (more are refused). A site's searches are
+#: a few forms; one that offers a new form with every page (what the form key's id rule does not
+#: catch) costs at most FORMS_PER_HOST planners at a time and FORMS_TRIED_PER_HOST in all.
 FORMS_PER_HOST = 10
+FORMS_TRIED_PER_HOST = 50
 #: Submissions asked of a planner at a time (it keeps at most 8 unreported: ``max_pending``).
 BATCH = 4
 #: How much a further result page's priority exceeds its submission's: enough to come first.
@@ -78,6 +82,12 @@ _RECORDS_WITH_SUBMISSIONS = frozenset({"bfs"})
 #: Form keys remembered in memory (a site's header search form is on every page); others are looked
 #: up in the ``forms`` table.
 _KNOWN = 10_000
+
+
+def action_of(form: Form) -> str:
+    """A planned form's action (``classify`` refuses a form without one)."""
+    assert form.action is not None
+    return form.action
 
 
 def read_form_words(path: str) -> list[str]:
@@ -129,7 +139,7 @@ class FormCrawl:
         self._deferred: dict[str, list[Candidate]] = {}
         self._pages: Counter[str] = Counter()   # further result pages admitted per submission
         self._memo: tuple[str | None, Via | None] = (None, None)
-        self._planned: Counter[str] = Counter(host_key(a) for a in self.records.planned_actions())
+        self._tried: Counter[str] = Counter(host_key(a) for a in self.records.planned_actions())   # host -> forms planned
         self._restore()
         store.before_commit.append(self.flush)
 
@@ -155,12 +165,17 @@ class FormCrawl:
         self._dirty.add(key)
 
     def _fill(self) -> None:
-        """Start queued planners while there is room."""
-        room = ACTIVE - len(self.active)
-        if room <= 0:
+        """Start queued planners while there is room, FORMS_PER_HOST of a host at most."""
+        if len(self.active) >= ACTIVE:
             return
-        for key, state, depth, priority, page_url in self.records.planners("queued", limit=room):
-            self._activate(key, FormPlanner.from_json(state), depth, priority, page_url)
+        running = Counter(host_key(action_of(a.planner.form)) for a in self.active.values())
+        for key, action, depth, priority, page_url in self.records.queued():
+            host = host_key(action)
+            if running[host] < FORMS_PER_HOST:
+                self._activate(key, FormPlanner.from_json(self.records.state(key)), depth, priority, page_url)
+                running[host] += 1
+                if len(self.active) >= ACTIVE:
+                    return
 
     # -- what the loop tells it ------------------------------------------------------------------
     def via(self, url: str) -> Via | None:
@@ -226,13 +241,16 @@ class FormCrawl:
                 self._report(v, signature=f"failed: {record.get('error') or status}")
             return
         found = 0
+        action_path = urlsplit(v.submission).path
         for c in new:
             if is_result_page(v.submission, c.url):
                 self._mark(c.url, v.submission, v.form, RESULTS)
                 self._pages[v.submission] += 1
             else:
                 self._mark(c.url, v.submission, v.form, RECORD)
-                found += 1
+                # another query of the form (a did-you-mean link on a page of no results) is no
+                # record: counted, it made every such page look new to the planner
+                found += urlsplit(c.url).path != action_path
         a = self.active.get(v.form)
         if a is None:   # its planner is done: the pages of its last submissions are still read
             return
@@ -282,12 +300,14 @@ class FormCrawl:
                 if refusal is not None:
                     status, reason = "refused", refusal
                 else:
-                    self._planned[host_key(form.action or cand.url)] += 1
+                    host = host_key(action_of(form))
+                    self._tried[host] += 1
                     depth = cand.depth + 1
                     priority = self._priority(cand, page, form)
                     planner = FormPlanner(form, budget=self.config.form_budget, seed_words=self.seed_words,
                                           page_words=[page.text])
-                    status = "active" if len(self.active) < ACTIVE else "queued"
+                    running = sum(1 for a in self.active.values() if host_key(action_of(a.planner.form)) == host)
+                    status = "active" if len(self.active) < ACTIVE and running < FORMS_PER_HOST else "queued"
                     state = planner.to_json()
             self.records.add_form(key, form.to_dict(), searchable=searchable, status=status, reason=reason,
                                   depth=depth, priority=priority, found_at=self._iso(), state=state)
@@ -305,8 +325,9 @@ class FormCrawl:
             return "the action is outside the crawl's scope"
         if depth > self.config.max_depth:
             return "the form's page is at --max-depth"
-        if self._planned[host_key(action)] >= FORMS_PER_HOST:
-            return f"{FORMS_PER_HOST} forms of its host are planned already (FORMS_PER_HOST)"
+        host = host_key(action)
+        if self._tried[host] >= FORMS_TRIED_PER_HOST:
+            return f"{FORMS_TRIED_PER_HOST} forms of its host were planned already (FORMS_TRIED_PER_HOST)"
         if self.config.obey_robots:
             rules = self.robots.cached(action)
             if rules is not None and rules.reason is None and not rules.allowed(action):

@@ -323,22 +323,32 @@ _FORM_WORDS = frozenset("""
     password passwd subscribe subscription unsubscribe newsletter mailinglist vote voting poll
     comment reply cart basket checkout wishlist purchase buy donate donation payment contact
     feedback enquiry inquiry message captcha upload delete remove rsvp survey booking reservation
-    rate rating join enroll enrol
     """.split())
 #: The same, written as two or three words.
 _FORM_PHRASES = ("log in", "log on", "sign in", "sign up", "sign on", "log out", "sign out",
                  "add to cart", "add to basket", "add to bag", "buy now", "place order", "order now",
                  "mailing list", "create account", "my account", "forgot password", "reset password",
-                 "check out", "e mail", "post comment", "leave a comment", "write a review",
-                 "add your", "your own", "share your", "tell us")
+                 "check out", "e mail", "post comment", "leave a comment", "write a review")
+#: Words and phrases that make a form one that acts on what it is about, only where they name the
+#: act: the last segment of the action's path (``/recipe/17/rate``) or a submit button ("Join",
+#: "Add your own tip"). In a heading or a plural path they are a search's ("Filter by rating",
+#: ``/rates/search``, "Tell us what you are looking for").
+_ACT_WORDS = frozenset("rate rating join enroll enrol".split())
+_ACT_PHRASES = ("add your", "your own", "share your", "tell us")
 #: Words in an input's name, id, label or placeholder that ask for something a search never asks
 #: for: credentials, contact details, a message, a quantity to buy.
 _FIELD_WORDS = frozenset("""
-    email mail password passwd pwd username user userid login pin passcode pincode comment message
-    quantity qty captcha phone telephone cvv cvc
+    email mail password passwd pwd username login passcode comment message quantity qty captcha phone
+    telephone cvv cvc
     """.split())
 _FIELD_PHRASES = ("e mail", "user name", "your name", "first name", "last name", "credit card",
                   "card number")
+#: A PIN beside a field that names someone (a member number and a PIN: a log-in without a password
+#: box); a PIN code alone is a postcode in a store locator.
+_PIN_WORDS = frozenset("pin pincode pinnumber".split())
+_WHO_WORDS = frozenset("user userid member account card customer id number no".split())
+#: An e-mail address in a placeholder or value ("you@example.com"; "Search @people" is no address).
+_EMAIL = re.compile(r"[^\s@]+@[^\s@]+\.[^\s@]+")
 #: Hidden inputs named like anti-forgery tokens: state-changing forms carry them, searches do not.
 _TOKEN_NAME = re.compile(r"csrf|xsrf|authenticity_?token|requestverificationtoken|^_?token$|nonce",
                          re.I)
@@ -373,8 +383,10 @@ def classify(form: Form) -> tuple[bool, str]:
 
     In order: only GET (POST and dialog forms change things or need a body); the action must be an
     http(s) URL; no password or file input; no e-mail input; no anti-forgery token; none of the
-    words of ``_FORM_WORDS``/``_FORM_PHRASES`` in what describes the form, nor of
-    ``_FIELD_WORDS``/``_FIELD_PHRASES`` in what describes an input that is not hidden; no textarea (a
+    words of ``_FORM_WORDS``/``_FORM_PHRASES`` in what describes the form, nor of ``_ACT_WORDS``/
+    ``_ACT_PHRASES`` in the action's last path segment or a submit button, nor of
+    ``_FIELD_WORDS``/``_FIELD_PHRASES`` in what describes an input that is not hidden (nor an e-mail
+    address in its placeholder, nor a PIN beside a field naming someone); no textarea (a
     message box: "Report a problem", "Tell us more"; search boxes are one line); and at least one
     text box, select, radio group or checkbox to fill in. The rules err on the side of not
     submitting: a search form called "newsletter search" is lost, a newsletter form is never sent.
@@ -395,13 +407,22 @@ def classify(form: Form) -> tuple[bool, str]:
     hit = _match(described, _FORM_WORDS, _FORM_PHRASES)
     if hit:
         return False, f"looks like a {hit} form (its attributes, action or buttons)"
+    hit = _match(_words(urlsplit(form.action).path.rstrip("/").rpartition("/")[2], *buttons),
+                 _ACT_WORDS, _ACT_PHRASES)
+    if hit:
+        return False, f"acts on what it is about: {hit!r} (its action or buttons)"
+    fields = []
     for inp in form.inputs:
         if inp.kind not in ("hidden", "submit"):
-            hit = _match(_words(inp.name, inp.id, inp.label), _FIELD_WORDS, _FIELD_PHRASES)
+            words = _words(inp.name, inp.id, inp.label)
+            hit = _match(words, _FIELD_WORDS, _FIELD_PHRASES)
             if hit:
                 return False, f"input {inp.name!r} asks for {hit!r}"
-            if inp.kind in FREE_TEXT and any("@" in x for x in (inp.label, *inp.default)):
+            if inp.kind in FREE_TEXT and any(_EMAIL.search(x) for x in (inp.label, *inp.default)):
                 return False, f"input {inp.name!r} asks for an e-mail address (its placeholder or value)"
+            fields.append(set(words.split()))
+    if any(f & _PIN_WORDS for f in fields) and any(f & _WHO_WORDS and not f & _PIN_WORDS for f in fields):
+        return False, "it asks for someone's number and PIN: a log-in"
     for inp in form.inputs:
         if inp.kind == "textarea":
             return False, f"textarea {inp.name!r}: it asks for a message, a search asks for a few words"

@@ -285,11 +285,22 @@ class ManyForms:
         return Response(200, [("Content-Type", "text/html")], f"<html><body>{body}</body></html>".encode())
 
 
-def test_forms_planned_per_host_are_bounded_and_a_record_form_is_one_form(tmp_path) -> None:
-    """A host that offers a search form with every page gets at most FORMS_PER_HOST planners, and the
-    form each record page has for itself is planned once (Form.key), not once a record."""
-    from skitter.formcrawl import FORMS_PER_HOST
+def test_forms_planned_per_host_are_bounded_and_a_record_form_is_one_form(tmp_path, monkeypatch) -> None:
+    """A host that offers a search form with every page gets FORMS_PER_HOST planners at a time and
+    FORMS_TRIED_PER_HOST in all (here 4 and 10), and the form each record page has for itself is
+    planned once (Form.key), not once a record."""
+    from skitter import formcrawl
 
+    monkeypatch.setattr(formcrawl, "FORMS_PER_HOST", 4)
+    monkeypatch.setattr(formcrawl, "FORMS_TRIED_PER_HOST", 10)
+    running: list[int] = []
+    activate = formcrawl.FormCrawl._activate
+
+    def counted(self, *args, **kw):   # how many planners run at once
+        activate(self, *args, **kw)
+        running.append(len(self.active))
+
+    monkeypatch.setattr(formcrawl.FormCrawl, "_activate", counted)
     with ModelServer(ManyForms()) as srv:
         crawl([srv.base + "/"], tmp_path / "c", forms=True, form_budget=2, delay=0, adaptive_delay=0,
               allow_private=True, index_interval=-1, max_pages=400)
@@ -299,7 +310,28 @@ def test_forms_planned_per_host_are_bounded_and_a_record_form_is_one_form(tmp_pa
     conn.close()
     planned = [a for a, s, _ in rows if s in ("queued", "active", "done")]
     refused = [(a, r) for a, s, r in rows if s == "refused"]
-    assert len(planned) == FORMS_PER_HOST == 10
-    assert len(refused) == 3 and all("planned already" in r for _, r in refused)
+    assert len(planned) == 10 and max(running) == 4
+    assert len(refused) == 3 and all("were planned already" in r for _, r in refused)
     assert sum("/notes" in a for a, _, _ in rows) == 1          # five record pages: one form
     assert actions <= {urlsplit(a).path for a in planned} and len(actions) >= 2   # only planned ones sent
+
+
+class FruitlessForms(ManyForms):
+    """Twelve search forms whose every query finds nothing (no link on the result page)."""
+
+    def respond(self, path_qs: str) -> Response:
+        if urlsplit(path_qs).path.startswith("/s"):
+            return Response(200, [("Content-Type", "text/html")], b"<html><body><main><p>No results.</p></main></body></html>")
+        return super().respond(path_qs)
+
+
+def test_forms_beyond_the_hosts_running_planners_wait_their_turn(tmp_path) -> None:
+    """Twelve forms found at once on one host (every query finding nothing): ten planners run, the
+    two others wait (queued) and run as those end, none refused for the ten before them."""
+    with ModelServer(FruitlessForms()) as srv:
+        crawl([srv.base + "/"], tmp_path / "c", forms=True, form_budget=2, delay=0, adaptive_delay=0,
+              allow_private=True, index_interval=-1, max_pages=400)
+    conn = sqlite3.connect(tmp_path / "c" / "crawl.db")
+    rows = conn.execute("SELECT action, status FROM forms WHERE action LIKE '%/s%'").fetchall()
+    conn.close()
+    assert len(rows) == 12 and {s for _, s in rows} == {"done"}

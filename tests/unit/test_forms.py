@@ -203,6 +203,16 @@ SEARCHABLE = [
     "<button>Find</button></form>",
     "<form action=/books><input name=author><input name=title><input name=isbn><input name=publisher>"
     "<input name=keywords><input type=checkbox name=instock></form>",
+    # searches in words the refusal rules must not take for acts or log-ins (a review of them)
+    "<form action=/search/><input name='c[users]'><input name=q></form>",
+    "<form action=/forum/search><input name=q><input name=user></form>",
+    "<form action=/members><input name=q placeholder='Search users'></form>",
+    "<form action=/stores><input name=pincode placeholder='PIN code'></form>",
+    "<form action=/rates/search><select name=currency><option>EUR</option><option>USD</option></select></form>",
+    "<form action=/products><h3>Filter by rating</h3><select name=stars><option>4</option><option>5</option></select></form>",
+    "<form action=/find><h2>Tell us what you are looking for</h2><input name=q></form>",
+    "<form action=/s><input name=q placeholder='Search @people or #topics'></form>",
+    "<form action=/corporate/search><input name=q></form>",
 ]
 NEVER = [
     ("<form method=post action=/search><input name=q></form>", "method POST"),
@@ -215,7 +225,7 @@ NEVER = [
     ("<form id=loginForm action=/x><input name=q></form>", "login"),
     ("<form action=/x><input name=q><input type=submit value='Sign In'></form>", "sign in"),
     ("<form action=/auth/check><input name=id></form>", "auth"),
-    ("<form action=/x><input name=u placeholder='User name'><input name=v></form>", "user"),
+    ("<form action=/x><input name=u placeholder='User name'><input name=v></form>", "user name"),
     # sign-up and newsletter
     ("<form action=/join class=newsletter-signup><input name=address placeholder='you@example.com'>"
      "<input type=submit value=Subscribe></form>", "newsletter"),
@@ -243,11 +253,11 @@ NEVER = [
     ("<form action=javascript:void(0)><input name=q></form>", "not an http"),
     # what a record page offers about itself, in words the older lists missed (a hold-out site)
     ("<form action=/recipe/17/rate><input type=radio name=stars value=1><input type=radio name=stars value=5>"
-     "<button>Send</button></form>", "rate"),
-    ("<form action=/recipe/17/tips><input name=tip><button>Add your own tip</button></form>", "add your"),
-    ("<form action=/members/enter><input name=user><input name=pin><button>Enter</button></form>", "user"),
-    ("<form action=/members/enter><input name=no><input name=pin><button>Go</button></form>", "pin"),
-    ("<form action=/list/x><h3>Get the weekly digest</h3><input name=addr><button>Join</button></form>", "join"),
+     "<button>Send</button></form>", "'rate'"),
+    ("<form action=/recipe/17/tips><input name=tip><button>Add your own tip</button></form>", "'add your'"),
+    ("<form action=/members/enter><input name=user><input name=pin><button>Enter</button></form>", "PIN"),
+    ("<form action=/members/enter><input name=no><input name=pin><button>Go</button></form>", "PIN"),
+    ("<form action=/list/x><h3>Get the weekly digest</h3><input name=addr><button>Join</button></form>", "'join'"),
     ("<form action=/list/x><input name=addr placeholder='you@example.com'><button>OK</button></form>",
      "e-mail address"),
 ]

@@ -81,6 +81,17 @@ class FormRecords:
         return [a for (a,) in self.db.conn.execute(
             f"SELECT action FROM forms WHERE status IN ({marks}) ORDER BY id", PLANNED) if a]
 
+    def queued(self) -> list[tuple[str, str, int, float, str]]:
+        """(key, action, depth, priority, page URL) of the queued forms, in the order found (the
+        state of one that starts: :meth:`state`)."""
+        return self.db.conn.execute("SELECT key, action, depth, priority, page_url FROM forms WHERE status = 'queued'"
+                                    " ORDER BY id").fetchall()
+
+    def state(self, key: str) -> str:
+        """The planner state stored for the form ``key``."""
+        (blob,) = self.db.conn.execute("SELECT planner FROM forms WHERE key = ?", (key,)).fetchone()
+        return unpack_state(blob)
+
     # -- URLs reached through a submission --------------------------------------------------------
     def mark(self, url: str, via_form: str, form: str, role: str) -> None:
         """``url`` was first reached through submission ``via_form`` (the first mark stays)."""
