@@ -169,4 +169,5 @@ def test_a_crawl_does_not_resume_on_a_damaged_warc_file(tmp_path):
     res = skitter("crawl", base + "/", "-o", str(out), "--quiet", "--allow-private")
     line = one_error_line(res)
     assert "is damaged" in line and warc.name in line
-    assert warc.stat().st_size == size
+    assert warc.stat().st_size == size and [p.name for p in (out / "warc").iterdir()] == [warc.name]
+    assert json.loads(skitter("stats", str(out), "--json").stdout)["state"] == "finished"   # untouched

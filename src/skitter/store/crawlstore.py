@@ -32,8 +32,10 @@ def _check_last_record(db: CrawlDB, warc_dir: Path, committed: list | None) -> N
     if not committed:
         return
     name = Path(committed[0]).name
-    row = db.conn.execute("SELECT warc_offset, warc_length FROM fetches WHERE warc_file = ?"
-                          " ORDER BY warc_offset DESC LIMIT 1", (name,)).fetchone()
+    # the file's last record is among the newest fetches (the fetch_order index: no scan of them all)
+    row = db.conn.execute("SELECT warc_offset, warc_length FROM (SELECT warc_file, warc_offset, warc_length"
+                          " FROM fetches WHERE fetch_order IS NOT NULL ORDER BY fetch_order DESC LIMIT 1000)"
+                          " WHERE warc_file = ? ORDER BY warc_offset DESC LIMIT 1", (name,)).fetchone()
     if row is None:
         return
     problem = record_problem(warc_dir / name, row[0], row[1])
@@ -94,6 +96,9 @@ class CrawlStore:
         try:
             db = CrawlDB(directory)
             previous = db.get_meta("config")
+            warc_dir = directory / "warc"
+            committed = db.get_meta("warc_commit")
+            _check_last_record(db, warc_dir, committed)   # before anything is written, state included
             db.begin()
             db.release_leases()
             config = dict(config, seeds=list(dict.fromkeys((previous or {}).get("seeds", []) + list(config["seeds"]))))
@@ -103,11 +108,8 @@ class CrawlStore:
                 db.set_meta("started_at", iso(time.time() if now is None else now))
             db.commit()
             db.start_checkpointer()
-            warc_dir = directory / "warc"
             warc_dir.mkdir(exist_ok=True)
-            committed = db.get_meta("warc_commit")
             warc = WarcWriter.resume(warc_dir, tuple(committed) if committed else None, software=software)
-            _check_last_record(db, warc_dir, committed)
         except BaseException:
             if db is not None:
                 db.close()
