@@ -107,6 +107,10 @@ def crawl(seeds: tuple[str, ...], output: str, resolve: tuple[str, ...], quiet: 
             raise UsageError(f"--resolve wants HOST:IP (an IPv4 or IPv6 address), got {item!r}")
         pairs.append((host.lower(), ip))
     config = CrawlConfig(**settings, seeds=tuple(seeds), resolve=tuple(pairs)).validate()
+    if config.topic_file and not Path(config.topic_file).exists():
+        # (the focused strategies read it; with another one a typo went unnoticed. Checked here, not
+        # in validate(): a recrawl of a crawl whose file has gone since must not fail on it)
+        raise UsageError(f"cannot read --topic-file {config.topic_file}: no such file or directory")
     if redis_url:
         from .cli_distributed import run_distributed
 

@@ -150,11 +150,6 @@ class CrawlConfig:
                 raise UsageError(f"{flag} must be at least {s.at_least}, got {value}")
             if s.type in (int, float) and value > (MAX_NUMBER if s.at_most is None else s.at_most):
                 raise UsageError(f"{flag} must be at most {_number(s.at_most or MAX_NUMBER)}, got {value}")
-        if self.topic_file:   # (read by the focused strategies; with another one a typo went unnoticed)
-            import os
-
-            if not os.path.exists(self.topic_file):
-                raise UsageError(f"cannot read --topic-file {self.topic_file}: no such file or directory")
         if 0 < self.near_dup_window < 100:
             raise UsageError(f"--near-dup-window must be 0 (every page) or at least 100, got {self.near_dup_window}")
         return self

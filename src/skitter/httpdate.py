@@ -25,3 +25,14 @@ def parse_http_date(value: str) -> datetime:
     from email.utils import parsedate_to_datetime   # noqa: PLC0415
 
     return parsedate_to_datetime(value)
+
+
+def http_time(value: str | None) -> float | None:
+    """The epoch seconds of an HTTP date (a Last-Modified), or None for none or for text that is
+    none."""
+    if not value:
+        return None
+    try:
+        return parse_http_date(value).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None

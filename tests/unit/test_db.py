@@ -123,6 +123,11 @@ def test_an_empty_crawl_db_and_a_missing_one_are_no_crawl(tmp_path):
     (tmp_path / DB_NAME).write_bytes(b"")
     with pytest.raises(CrawlDirError, match="empty or holds no crawl"):
         CrawlDB(tmp_path, readonly=True)
+    with pytest.raises(CrawlDirError, match="empty or holds no crawl"):
+        CrawlDB(tmp_path, create=False)   # (skitter rank made its 32 tables in it)
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    assert conn.execute("SELECT count(*) FROM sqlite_master").fetchone() == (0,)   # no table made
+    conn.close()
     with pytest.raises(CrawlDirError, match="not a crawl directory"):
         CrawlDB(tmp_path / "sub", create=False)
     assert not (tmp_path / "sub").exists()

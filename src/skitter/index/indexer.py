@@ -76,7 +76,7 @@ from collections.abc import Callable, Iterator
 
 from ..errors import CrawlDirError, UsageError
 from ..httpdate import parse_http_date
-from ..store.db import DB_NAME, connect
+from ..store.db import DB_NAME, check_integrity, connect
 from ..store.text import deflate, inflate, page_text
 from ..urlhash import fingerprint   # not skitter.urls: the index process needs no URL parser
 from . import analyze
@@ -302,17 +302,11 @@ class Indexer:
     def _check_crawl(self) -> None:
         """CrawlDirError unless crawl.db passes SQLite's quick check (a pass over the file: seconds
         for a large crawl, a rebuild takes longer)."""
+        crawl = connect(self.crawl_path, readonly=True)
         try:
-            crawl = connect(self.crawl_path, readonly=True)
-            try:
-                row = crawl.execute("PRAGMA quick_check(1)").fetchone()
-            finally:
-                crawl.close()
-        except sqlite3.DatabaseError as exc:
-            row = (str(exc),)
-        if row is None or row[0] != "ok":
-            raise CrawlDirError(f"corrupt crawl database {self.crawl_path}: {row[0] if row else 'no answer'}"
-                                " (the search index was left as it was)")
+            check_integrity(crawl, self.crawl_path, " (the search index was left as it was)")
+        finally:
+            crawl.close()
 
     def update(self, *, progress: Callable[[UpdateStats], None] | None = None,
                optimize: bool = False, max_pages: int | None = None,

@@ -51,7 +51,7 @@ from ..analyse import Analysis
 from ..clock import Clock
 from ..config import CrawlConfig
 from ..frontier.base import Rescheduling
-from ..httpdate import parse_http_date
+from ..httpdate import http_time
 from ..models import Candidate, FetchResult, Outcome
 from ..store.crawlstore import CrawlStore, iso
 from ..store.recrawlstore import RecrawlStore
@@ -137,15 +137,6 @@ class TokenBucket:
                     await asyncio.sleep(max((1.0 - self.tokens) / self.rate, 1e-3))
         finally:
             self.waiting -= 1
-
-
-def _http_time(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return parse_http_date(value).timestamp()
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
 
 
 def _phase(url: str) -> float:
@@ -416,7 +407,7 @@ class Recrawl:
             page = {"fp": fingerprint(cand.url), "url": cand.url, "host": host_key(cand.url), "kind": "page",
                     "visits": 0, "changes": 0, "weight": 1.0, "first_visit": now, "missing": 0}
             self.members += 1
-        lm = _http_time(result.header("last-modified"))
+        lm = http_time(result.header("last-modified"))
         stats = observe(self._stats(page), now, None, lm)
         page.update(state="live", in_collection=1, visits=page.get("visits", 0) + 1, last_visit=now,
                     etag=result.header("etag"), last_modified=result.header("last-modified"),
@@ -451,7 +442,7 @@ class Recrawl:
                 kind = "gone" if page["missing"] else "missing"
             else:
                 kind = "error"
-        lm = _http_time(result.header("last-modified"))
+        lm = http_time(result.header("last-modified"))
         c = self.counters
         c.visits += 1
         timing = {"fetched_at": iso(now), "elapsed": result.elapsed, "response_time": result.response_time,
@@ -476,7 +467,7 @@ class Recrawl:
                                        if loc is not None else dict(timing, status=status))
                 page["body_hash"] = analysis.content_hash
             if lm is None and kind == "304":
-                lm = _http_time(page["last_modified"])
+                lm = http_time(page["last_modified"])
         elif kind in ("changed", "baseline"):
             record = await self._bound_apply()(cand, result, analysis, decision, again=True)
             location = _location(record)

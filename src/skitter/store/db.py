@@ -244,6 +244,21 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     return conn
 
 
+def check_integrity(conn: sqlite3.Connection, path: Path, note: str = "") -> None:
+    """CrawlDirError (its message ending with ``note``) unless the crawl database on ``conn``
+    passes SQLite's quick check: a pass over the file."""
+    try:
+        row = conn.execute("PRAGMA quick_check").fetchone()
+    except sqlite3.DatabaseError as exc:
+        row = (str(exc),)
+    if row is None or row[0] != "ok":
+        raise CrawlDirError(f"corrupt crawl database {path}: {row[0] if row else 'no answer'}{note}")
+
+
+class _NoCrawl(Exception):
+    """CrawlDB's own: a crawl.db with no crawl in it, for a writer that makes none."""
+
+
 #: SQLite's errors of a database that is sound but may not be written (read-only file or directory,
 #: no permission, a full disk, an I/O error): not "corrupt".
 _NOT_DAMAGE = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN,
@@ -272,6 +287,8 @@ class CrawlDB:
                 self.conn = connect(self.path, readonly=True)
                 version = self._version()
             if not readonly:
+                if version is None and not create:   # (skitter rank on an empty crawl.db)
+                    raise _NoCrawl
                 if version is None:
                     self.set_meta_table()
                     self.set_meta("schema_version", SCHEMA_VERSION)
@@ -281,12 +298,15 @@ class CrawlDB:
                 if version == SCHEMA_VERSION:   # tables and indexes a version added: IF NOT EXISTS
                     self.conn.executescript(SCHEMA)
                     self.conn.executescript(RECRAWL_SCHEMA)
+        except _NoCrawl:
+            version = None
         except sqlite3.DatabaseError as exc:
             self.conn.close()
-            if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _NOT_DAMAGE:   # the file is fine: we may not write it
-                raise CrawlDirError(f"cannot write the crawl database {self.path}: {exc}") from None
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _NOT_DAMAGE:   # the file is fine: we may not use it
+                raise CrawlDirError(f"cannot {'open' if readonly else 'write'} the crawl database {self.path}: "
+                                    f"{exc}") from None
             raise CrawlDirError(f"corrupt crawl database {self.path}: {exc}") from None
-        if version is None:   # readonly: an empty file, or a database with no tables of ours
+        if version is None:   # an empty file, or a database with no tables of ours (not made here)
             self.conn.close()
             raise CrawlDirError(f"{self.directory} is not a crawl directory ({DB_NAME} is empty or holds no crawl)")
         if version != SCHEMA_VERSION:
@@ -319,12 +339,7 @@ class CrawlDB:
         return version
 
     def _check_integrity(self) -> None:
-        try:
-            row = self.conn.execute("PRAGMA quick_check").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise CrawlDirError(f"corrupt crawl database {self.path}: {exc}") from None
-        if row is None or row[0] != "ok":
-            raise CrawlDirError(f"corrupt crawl database {self.path}: {row[0] if row else 'no answer'}")
+        check_integrity(self.conn, self.path)
 
     # -- meta -------------------------------------------------------------------------------
     def get_meta(self, key: str, default: Any = None) -> Any:

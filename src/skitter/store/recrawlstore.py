@@ -111,15 +111,11 @@ class RecrawlStore:
             " AND f.fp NOT IN (SELECT fp FROM recrawl_pages) AND f.fp NOT IN (SELECT fp FROM recrawl_sitemaps)")
         added = cur.rowcount
         if added:   # their last change is their Last-Modified, as a page first fetched by the recrawl's
-            from ..httpdate import parse_http_date
+            from ..httpdate import http_time
 
-            dated = []
-            for fp, value in self.conn.execute("SELECT fp, last_modified FROM recrawl_pages WHERE last_change"
-                                               " IS NULL AND changes = 0 AND last_modified IS NOT NULL").fetchall():
-                try:
-                    dated.append((parse_http_date(value).timestamp(), fp))
-                except (TypeError, ValueError, IndexError, OverflowError, AttributeError):
-                    continue
+            rows = self.conn.execute("SELECT fp, last_modified FROM recrawl_pages WHERE last_change IS NULL"
+                                     " AND changes = 0 AND last_modified IS NOT NULL").fetchall()
+            dated = [(t, fp) for fp, value in rows if (t := http_time(value)) is not None]
             self.conn.executemany("UPDATE recrawl_pages SET last_change = ? WHERE fp = ?", dated)
         return added
 
