@@ -39,6 +39,10 @@ from .transport import Transport
 
 __all__ = ["build_crawler", "crawl", "open_crawl", "StoredCrawl", "StoredPage"]
 
+#: An unreachable robots.txt is tried again --retries times, 3 at most (4 s, 16 s, 64 s apart): a
+#: --retries of 100 for pages must not hold a host whose robots.txt is down for hours.
+ROBOTS_RETRIES = 3
+
 
 def build_crawler(directory: Path | str, config: CrawlConfig, *,
                   frontier: Frontier | Callable[[CrawlStore], Frontier] | None = None,
@@ -83,7 +87,7 @@ def build_crawler(directory: Path | str, config: CrawlConfig, *,
                                                                 resolved=dict(config.resolve)),
                                 resolver_overrides=dict(config.resolve))
         robots = RobotsCache(transport.get, config.user_agent, expiry=config.robots_expiry, clock=clock.monotonic,
-                             retries=config.retries, epoch=clock.time)
+                             retries=min(config.retries, ROBOTS_RETRIES), epoch=clock.time)
         duplicates = DuplicateTests(store, _near_duplicate_index(store, config), config.near_duplicates)
         link_filter = LinkFilter(config, list(config.seeds), store.admitted_per_host())
         forms = None

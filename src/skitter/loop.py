@@ -98,8 +98,8 @@ def check_seeds(seeds: list[str]) -> list[str]:
         shown = s if len(s) <= 200 else s[:197] + "..."
         try:
             url = canonicalize(s.strip())
-        except URLError as exc:
-            raise BadSeedError(f"invalid seed URL {shown!r}: {exc}") from None
+        except URLError as exc:   # its message names the URL already: what is wrong, then the URL
+            raise BadSeedError(f"invalid seed URL: {exc}") from None
         problem = dns_name_problem(host_of(url))
         if problem is not None:   # (a link with such a host is a DNS error of its own fetch)
             raise BadSeedError(f"invalid seed URL {shown!r}: {problem}")

@@ -195,6 +195,13 @@ def load_summary(directory: Path) -> dict[str, Any]:
     return s
 
 
+def index_line(ix: dict[str, Any] | None) -> str:
+    """The summary's search-index entry in words (``skitter stats``, the web UI's crawl page)."""
+    if ix is None:
+        return "none (`skitter index DIR` builds it)"
+    return f"{ix['docs']:,} pages" + (f"; {ix['note']}" if ix["note"] else ", up to date")
+
+
 def _index(directory: Path) -> dict[str, Any] | None:
     """The search index: its pages and how far behind the crawl it is (None: no readable index)."""
     from .errors import SkitterError
@@ -277,9 +284,7 @@ def render(s: dict[str, Any]):
         ]
         rows += [(f"  {x['host']}", _histogram(x["intervals"])) for x in r["sites"]]
     if "index" in s:   # (the summary of a directory, not a merge's)
-        ix = s["index"]
-        rows.append(("search index", "none (`skitter index DIR` builds it)" if ix is None
-                     else f"{ix['docs']:,} pages" + (f"; {ix['note']}" if ix["note"] else ", up to date")))
+        rows.append(("search index", index_line(s["index"])))
     w = s.get("watchdog")
     if w and s["state"] == "running" and s.get("crawling_pid", 0) is not None:
         rows.append(("watchdog", f"{w['kind']} at {w['at']}: {w['message']}"))

@@ -108,6 +108,15 @@ def test_an_unreachable_robots_txt_disallows_the_host_without_a_request(tmp_path
     assert len(tries) == 3 and tries[1] - tries[0] >= 3.999 and tries[2] - tries[1] >= 15.999
 
 
+def test_robots_txt_is_tried_three_more_times_at_most(tmp_path):
+    """--retries 10 for pages: an unreachable robots.txt still gets 3 more tries, not 10 (4^10 s
+    of holding its host)."""
+    routes = {f"{A}/robots.txt": Reply(503), f"{A}/": html("x")}
+    site, records, _ = crawl(tmp_path, routes, retries=10)
+    assert len(site.hits(f"{A}/robots.txt")) == 4 and starts(site) == []
+    assert "4 tries" in records[f"{A}/"]["error"]
+
+
 def test_a_robots_txt_answering_5xx_is_named_in_the_records_it_stops(tmp_path):
     routes = {f"{A}/robots.txt": Reply(503), f"{A}/": html('<a href="/1">1</a>')}
     site, records, _ = crawl(tmp_path, routes, retries=0)

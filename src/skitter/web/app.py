@@ -266,7 +266,10 @@ def create_app(directory: Path | str | None, labels=None, topic: str | None = No
         s, error = summary()
         c, cluster_error = cluster()
         recrawl = s.pop("recrawl", None)
-        rows = [(k, str(v) if k.endswith("_pid") and v else _fmt(v)) for k, v in s.items()]   # a pid, not a count
+        from ..stats import index_line
+
+        rows = [(k, index_line(v) if k == "index" else str(v) if k.endswith("_pid") and v else _fmt(v))
+                for k, v in s.items()]   # (a pid is no count: no thousands separator)
         if recrawl:   # the incremental crawler's collection (docs/recrawl.md), a row each
             for k in ("change_interval_quartiles", "change_interval_deciles"):   # seconds, shown as durations
                 v = recrawl.get(k)
