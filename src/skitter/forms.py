@@ -97,7 +97,10 @@ class Form:
         for itself (``/recipe/17/rate``, ``/item/203/notes``) is one form, planned once, not one
         planner per record."""
         parts = sorted({f"{i.kind}:{i.name}" for i in self.inputs})
-        action = _ID_SEGMENT.sub("/#", self.action or "")
+        action = self.action or ""
+        last = urlsplit(action).path.rstrip("/").rpartition("/")[2].lower()
+        if not any(w in last for w in _SEARCH_SEGMENT):   # (/forum/12/search: a search of its own)
+            action = _ID_SEGMENT.sub("/#", action)
         return xxhash.xxh3_64_hexdigest("|".join([self.method, action, *parts]).encode())
 
     def to_dict(self) -> dict[str, Any]:
@@ -113,8 +116,11 @@ class Form:
 
 # ------------------------------------------------------------------------------------------ extraction
 
-#: A path segment of digits (a record's number) in a form's action: ``Form.key`` reads it as any.
+#: A path segment of digits (a record's number) in a form's action: ``Form.key`` reads it as any,
+#: unless the action's last segment says it searches (``/forum/12/search``: each forum's search
+#: reaches its own records).
 _ID_SEGMENT = re.compile(r"/\d+(?=[/?#;]|$)")
+_SEARCH_SEGMENT = ("search", "find", "query", "lookup", "result")
 
 _CONTROLS = "form, input, select, textarea, button"
 _TYPE_KIND = {"text": "text", "search": "search", "hidden": "hidden", "submit": "submit",

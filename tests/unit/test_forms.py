@@ -458,6 +458,9 @@ def test_the_form_of_every_record_page_is_one_form() -> None:
     assert len(keys) == 1
     assert one("<form action=/search><input name=q></form>").key != one("<form action=/search2><input name=q></form>").key
     assert one("<form action=/v2/find><input name=q></form>").key != one("<form action=/v3/find><input name=q></form>").key
+    # a search within a forum or category is one of its own: each reaches its own records
+    assert one("<form action=/forum/12/search><input name=q></form>").key != \
+        one("<form action=/forum/13/search><input name=q></form>").key
 
 
 def test_no_combination_without_more_result_pages() -> None:
