@@ -38,12 +38,16 @@ def rank(directory: str, limit: int, order: str, weighted: bool, as_json: bool) 
 
     info = rank_crawl(Path(directory), weighted=weighted)
     rows = top_pages(Path(directory), by=order, limit=limit)
+    if info["index"]:
+        click.echo(f"note: {info['index']}", err=True)
     if as_json:
         for r in rows:
             click.echo(json.dumps(r, ensure_ascii=False))
         return
     from rich.console import Console
     from rich.table import Table
+
+    from .terminal import text
 
     t = Table(title=f"top {len(rows)} of {info['nodes']} pages by {order} ({info['edges']} links"
                     f"{', weighted' if weighted else ''}; {info['rank_seconds']:.2f} s)")
@@ -54,7 +58,7 @@ def rank(directory: str, limit: int, order: str, weighted: bool, as_json: bool) 
     t.add_column("url", overflow="fold")
     t.add_column("title", max_width=32, overflow="ellipsis", no_wrap=True)
     for i, r in enumerate(rows, 1):
-        t.add_row(str(i), _num(r["pagerank"]), _num(r["authority"]), _num(r["hub"]), r["url"], r["title"] or "")
+        t.add_row(str(i), _num(r["pagerank"]), _num(r["authority"]), _num(r["hub"]), text(r["url"]), text(r["title"] or ""))
     Console(width=max(120, Console().width)).print(t)
 
 

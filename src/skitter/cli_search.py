@@ -74,7 +74,8 @@ def _index_note(status: dict, directory: str) -> None:
 
 def _print_results(res) -> None:
     from rich.console import Console
-    from rich.markup import escape
+
+    from .terminal import markup as escape
 
     console = Console(highlight=False, soft_wrap=False)
     if not res.hits:

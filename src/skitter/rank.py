@@ -21,6 +21,7 @@ columns that it adds to ``fetches`` when the database has none yet) and ``skitte
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -217,7 +218,24 @@ def rank_crawl(directory: Path, *, weighted: bool = False) -> dict:
     finally:
         db.close()
     return {**graph.stats, "weighted": weighted, "load_seconds": t1 - t0, "rank_seconds": t2 - t1,
-            "total_seconds": time.perf_counter() - t0}
+            "total_seconds": time.perf_counter() - t0, "index": _into_index(Path(directory))}
+
+
+def _into_index(directory: Path) -> str | None:
+    """The new PageRank into the search index, if the crawl has one (search ranks by it at once):
+    None, or why the index could not take it (a line for the user)."""
+    from .index.indexer import IndexMissingError, Indexer, index_path
+
+    if not index_path(directory).exists():
+        return None
+    try:
+        Indexer(directory).refresh_marks()
+    except IndexMissingError as exc:
+        return str(exc)
+    except sqlite3.Error as exc:
+        return f"the search index {index_path(directory)} did not take the new PageRank ({exc}): " \
+               f"`skitter index {directory}` makes it again"
+    return None
 
 
 def top_pages(directory: Path, *, by: str = "pagerank", limit: int = 20) -> list[dict]:

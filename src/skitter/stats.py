@@ -230,6 +230,8 @@ def render(s: dict[str, Any]):
     """A rich renderable of the summary."""
     from rich.table import Table
 
+    from .terminal import text
+
     t = Table(title="skitter crawl summary", show_header=False, box=None, pad_edge=False)
     t.add_column(style="bold")
     t.add_column()
@@ -289,5 +291,5 @@ def render(s: dict[str, Any]):
     if w and s["state"] == "running" and s.get("crawling_pid", 0) is not None:
         rows.append(("watchdog", f"{w['kind']} at {w['at']}: {w['message']}"))
     for k, v in rows:
-        t.add_row(k, v)
+        t.add_row(k, text(v))   # seeds, hosts and the watchdog's message may hold brackets or controls
     return t

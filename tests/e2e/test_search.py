@@ -152,6 +152,23 @@ def test_cli_index_update(crawl):
     assert "0 pages indexed" in res.stdout
 
 
+def test_rank_reorders_the_next_search(crawl, tmp_path):
+    """`skitter rank` copies the new PageRank into the search index: the next search blends it
+    in (a hold-out test found it had no effect until an `index --update`)."""
+    import shutil
+
+    directory = tmp_path / "crawl"
+    shutil.copytree(crawl[0], directory)
+    before = search_json(directory, "keel OR telescope", "--limit", "1000", "--no-collapse")
+    assert before and all(h["pagerank"] is None for h in before)
+    res = skitter("rank", str(directory), "--limit", "1")
+    assert res.returncode == 0 and not res.stderr, res.stderr
+    after = search_json(directory, "keel OR telescope", "--limit", "1000", "--no-collapse")
+    assert {h["url"] for h in after} == {h["url"] for h in before}
+    assert all(h["pagerank"] is not None and h["pagerank"] > 0 for h in after)
+    assert [h["url"] for h in after] != [h["url"] for h in before]   # PageRank moved some of them
+
+
 def test_search_while_crawling(tmp_path):
     """A crawl writes in a subprocess; meanwhile the index is updated and searched over and over:
     no errors, the crawl is not held up, the results only grow, and at the end the incremental

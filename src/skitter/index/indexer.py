@@ -602,6 +602,20 @@ class Indexer:
         _set(idx, "n_docs", _get(idx, "n_docs", 0) + len(p.docs) - len(present))
         _set(idx, "last_order", p.last_order)
 
+    def refresh_marks(self) -> bool:
+        """Bring the indexed pages' PageRank and near-duplicate families up to date with crawl.db
+        (``skitter rank`` calls it: search ranks by the new PageRank at once), without indexing
+        new pages. Whether anything changed."""
+        stats = UpdateStats()
+        crawl, idx = self._conns if self._conns is not None else self._open()
+        try:
+            self._refresh_marks(crawl, idx, stats)
+        finally:
+            if self._conns is None:
+                idx.close()
+                crawl.close()
+        return stats.marks_refreshed
+
     def _refresh_marks(self, crawl: sqlite3.Connection, idx: sqlite3.Connection, stats: UpdateStats) -> None:
         """PageRank and near-duplicate families, when the crawl's columns changed."""
         sig = list(crawl.execute("SELECT count(pagerank), total(pagerank), max(pagerank),"
