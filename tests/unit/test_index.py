@@ -714,6 +714,21 @@ def test_snippet_html_is_escaped():
     assert highlight("Keels & Hulls", {"keel"})[1] == "<mark>Keels</mark> &amp; Hulls"
 
 
+@pytest.mark.parametrize("at", [99_990, 150_000, 3_000_000])
+def test_a_snippet_of_a_huge_page_shows_words_far_in(at):
+    """Words only past the first 100,000 characters (a page of megabytes) are in the snippet,
+    as the index finds them; a hold-out test got the page's beginning, with nothing marked."""
+    from skitter.search.snippets import MAX_TEXT, snippet
+
+    filler = "lorem ipsum dolor sit amet "
+    text = (filler * (at // len(filler) + 1))[:at] + " the hugemiddleword and keel here " + filler * 4_000
+    plain, html_, n = snippet(text, {"hugemiddleword", "keel"})
+    assert n == 2 and "**hugemiddleword** and **keel**" in plain and plain.startswith("… "), plain[:200]
+    assert "<mark>hugemiddleword</mark>" in html_ and len(plain.split()) <= 36
+    assert len(text) > MAX_TEXT
+    assert snippet(text, {"absentword"})[2] == 0
+
+
 def test_did_you_mean(searcher):
     res = searcher.search("telscope nebual", limit=3)
     assert res.corrections == {"telscope": "telescope", "nebual": "nebula"}

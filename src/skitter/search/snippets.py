@@ -24,7 +24,7 @@ HL_START = "**"
 HL_END = "**"
 WIDTH = 32          # words in a snippet
 LEAD = 4            # words shown before the first hit of the window
-MAX_TEXT = 100_000  # characters of a page looked at
+MAX_TEXT = 100_000  # characters of a page looked at for the best window (from the first hit, if later)
 _AVG_WORD = 7       # characters per word and space, to size a window before cutting it in words
 
 _WORD = re.compile(r"[^\W_]+")
@@ -116,19 +116,26 @@ def snippet(text: str | None, stems: set[str] | frozenset[str], width: int = WID
     finds them), so a snippet costs about one regex scan of the page, not one stem per word."""
     if not text:
         return "", "", 0
-    text = text[:MAX_TEXT]
     stems = frozenset(stems)
     rx = _candidates(stems)
     memo: dict[str, bool] = {}
+
+    def is_hit(w: str) -> bool:
+        hit = memo.get(w)
+        if hit is None:
+            hit = memo[w] = _is_hit(w, stems)
+        return hit
+
+    whole, text = text, text[:MAX_TEXT]
     hits: list[tuple[int, int]] = []
     if rx is not None:
-        for m in rx.finditer(text):
-            w = m.group()
-            hit = memo.get(w)
-            if hit is None:
-                hit = memo[w] = _is_hit(w, stems)
-            if hit:
-                hits.append((m.start(), m.end()))
+        hits = [(m.start(), m.end()) for m in rx.finditer(text) if is_hit(m.group())]
+        if not hits and len(whole) > MAX_TEXT:
+            # the query's words are further in: the MAX_TEXT characters from a little before the first
+            first = next((m.start() for m in rx.finditer(whole, MAX_TEXT) if is_hit(m.group())), None)
+            if first is not None:
+                text = whole[first - LEAD * 16:first - LEAD * 16 + MAX_TEXT]
+                hits = [(m.start(), m.end()) for m in rx.finditer(text) if is_hit(m.group())]
     span = width * _AVG_WORD
     start_char = 0
     if hits:
