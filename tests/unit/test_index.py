@@ -743,6 +743,29 @@ def test_did_you_mean(searcher):
     assert searcher.search("nebual NOT telscope", limit=1).suggestion == "nebula NOT telscope"
 
 
+def test_did_you_mean_leaves_short_words_and_numbers_alone(tmp_path):
+    """A word of one or two characters is not corrected, and a word is not corrected to a number
+    (a hold-out test saw every one-letter word of a query become "3")."""
+    from sites import StaticSite
+
+    site = tmp_path / "site"
+    site.mkdir()
+    body = "<p>Chapter 3 of 112 pages, 3 keels and 112 hulls. Version 3. Page 112.</p>"
+    (site / "index.html").write_text(f"<html><title>Home</title><body>{body}"
+                                      "<a href='a.html'>a</a> <a href='b.html'>b</a></body></html>")
+    for name in ("a", "b"):
+        (site / f"{name}.html").write_text(f"<html><title>{name}</title><body>{body} keel</body></html>")
+    with StaticSite(site) as srv:
+        res = subprocess.run([sys.executable, "-m", "skitter", "crawl", f"{srv.base}/", "-o", str(tmp_path / "c"),
+                              "--delay", "0", "--quiet", "--index-interval", "-1"],
+                             capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    Indexer(tmp_path / "c").rebuild()
+    with Searcher(tmp_path / "c") as s:
+        assert s.corrections("c 4 x9 a12 kel") == {"kel": "keel"}
+        assert s.corrections("4123 1112") == {"1112": "112"}   # a number for a number
+
+
 # ------------------------------------------------------------------------------ the live index
 
 def test_a_live_step_commits_its_anchors_and_first_chunk_together(crawl, tmp_path):

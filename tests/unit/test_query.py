@@ -64,6 +64,8 @@ def test_fields_and_filters():
     assert parse("heading:x headings:y") == And((w("x", "headings"), w("y", "headings")), implicit=True)
     assert parse("site:Example.COM") == Site("example.com")
     assert parse("site:127.0.0.2:8080") == Site("127.0.0.2:8080")
+    assert parse("site:Bücher.example") == Site("xn--bcher-kva.example")   # as the crawl stores it
+    assert parse("site:x.org.") == Site("x.org") and parse("site:[::1]:80") == Site("[::1]:80")
     assert parse("after:2024-01-31") == DateFilter("after", "2024-01-31")
     assert parse("before:2024-02-29") == DateFilter("before", "2024-02-29")
     assert parse("x site:a.org -site:b.a.org") == And((w("x"), Site("a.org"), Not(Site("b.a.org"))), implicit=True)
@@ -142,6 +144,9 @@ def test_bare_words():
     ("title: x", 7, "needs a value"),
     ("site:", 6, "needs a value"),
     ("site:http://x.org", 6, "site: wants a host name"),
+    ("site:a..b", 6, "empty label"),
+    ("x site:.alpha.test", 8, "empty label"),
+    ("site:a..b:8080", 6, "empty label"),
     ('site:"x.org"', 6, "plain value"),
     ("after:yesterday", 7, "YYYY-MM-DD"),
     ("before:2024-02-30", 8, "not a valid date"),
@@ -323,3 +328,17 @@ def test_sql_predicates():
     assert params == ["2024-01-01", "2024-02-01"]
 
 # The parser and compiler import no I/O: tests/unit/test_docs.py::test_pure_modules_do_no_io.
+
+
+@pytest.mark.parametrize(("query", "words"), [
+    ("a" * 45, "longer than 40 characters are not indexed (aaaaaaaaaaaaaaaaaaaa…, 45 characters)"),
+    ('the "of and" NOT ' + "b" * 41, "longer than 40 characters"),
+    ("the AND of", "only stop words or punctuation"),
+    ("-- ...", "only stop words or punctuation"),
+])
+def test_nothing_to_search_for_says_why(query, words):
+    """A query whose only word is longer than the index keeps says so (a hold-out test was told
+    its 45-letter word was a stop word or punctuation)."""
+    with pytest.raises(QuerySyntaxError) as info:
+        qc.plan(parse(query))
+    assert "nothing to search for" in info.value.message and words in info.value.message

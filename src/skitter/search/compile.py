@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..errors import QuerySyntaxError
@@ -211,12 +212,34 @@ def positive_toks(node, negated: bool = False) -> list[Tok]:
     return []
 
 
+def _terms(node) -> list[Term]:
+    if isinstance(node, Term):
+        return [node]
+    if isinstance(node, Not):
+        return _terms(node.child)
+    return [t for c in getattr(node, "children", ()) for t in _terms(c)]
+
+
+def _nothing_to_search(tree: Node) -> str:
+    """Why a query leaves no word to look for: its words are stop words, punctuation, or longer
+    than the index keeps (analyze.MAX_TOKEN characters)."""
+    long = [w for t in _terms(tree) for w in _WORD.findall(analyze.fold(t.text)) if len(w) > analyze.MAX_TOKEN]
+    if long:
+        w = long[0]
+        return (f"nothing to search for: words longer than {analyze.MAX_TOKEN} characters are not indexed"
+                f" ({w[:20]}…, {len(w)} characters)")
+    return "nothing to search for: the query has only stop words or punctuation"
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
 def plan(tree: Node) -> Plan:
     """Analyse ``tree`` and decide how to evaluate and rank it."""
     bare = is_bare(tree)
     at = analyse(tree)
     if at is None:
-        raise QuerySyntaxError("nothing to search for: the query has only stop words or punctuation")
+        raise QuerySyntaxError(_nothing_to_search(tree))
     parts = list(at.children) if isinstance(at, And) else [at]
     filters = [p for p in parts if is_filter(p)]
     words = [p for p in parts if not is_filter(p)]

@@ -51,6 +51,7 @@ __all__ = ["Searcher", "Hit", "Results", "WEIGHTS", "DEFAULT_PAGERANK_WEIGHT", "
 
 WEIGHTS = {"title": 3.0, "meta": 5.0, "headings": 2.0, "url": 4.0, "anchors": 3.0, "body": 1.0}
 DEFAULT_PAGERANK_WEIGHT = 0.2
+MIN_CORRECTED = 3           # "did you mean" looks at words of at least this many characters
 
 
 @dataclass
@@ -296,7 +297,8 @@ class Searcher:
             if not isinstance(node, Term) or id(node) in negated:
                 continue
             for w in analyze.words(node.text):
-                if w in out or self._df(analyze.stem(w)) > 0:
+                # a word of one or two characters has too many neighbours to guess at ("c" → "3")
+                if len(w) < MIN_CORRECTED or w in out or self._df(analyze.stem(w)) > 0:
                     continue
                 s = self._closest(w)
                 if s:
@@ -323,7 +325,9 @@ class Searcher:
         if not cand_words:
             return None
         found = extract(word, cand_words, scorer=Levenshtein.distance, score_cutoff=maxd, limit=None)
-        ranked = sorted(((d, -cand_n[i], w) for w, d, i in found if w != word))
+        # a number for a number, a word for a word ("b2" may be "b3", "rx" is no "21")
+        ranked = sorted(((d, -cand_n[i], w) for w, d, i in found
+                         if w != word and w.isdigit() == word.isdigit()))
         for _d, _, w in ranked[:20]:
             if self._df(analyze.stem(w)) > 0:
                 return w

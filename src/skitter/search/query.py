@@ -340,8 +340,16 @@ class _Parser:
         name, value = t.name, t.value
         if name == "site":
             host = value.strip().lower().rstrip(".")
+            if not host.isascii():   # an international name, as the crawl stores it (IDNA: xn--)
+                try:
+                    host = host.encode("idna").decode("ascii")
+                except UnicodeError:
+                    pass   # the check below says it is no host name
             if host.startswith(("http://", "https://")) or not _HOST_RE.match(host or "-"):
                 raise self.error("site: wants a host name, as in site:example.com", t.vstart)
+            name = host if host.startswith("[") else host.partition(":")[0]
+            if "" in name.split("."):
+                raise self.error(f"site: {value} has an empty label (two dots in a row, or a dot first)", t.vstart)
             return Site(host, t.pos)
         if name in ("after", "before"):
             if not _DATE_RE.match(value):
