@@ -130,13 +130,17 @@ def test_cli_did_you_mean(crawl):
     (["search", "{bare}", "keel"], "has no search index"),
     (["index", "{dir}/nope"], "is not a crawl directory"),
     (["eval", "{dir}", "--queries", "{dir}/missing.tsv", "--qrels", "{dir}/missing.txt"], "cannot read"),
+    (["eval", "{dir}", "--queries", "{tmp}/bad.tsv", "--qrels", "{tmp}/bad.qrels"],
+     "bad query: query q7 of the queries file: '(' without a matching ')'"),
 ])
 def test_cli_errors_are_short(crawl, tmp_path, args, words):
     directory, _ = crawl
     bare = tmp_path / "bare"
     bare.mkdir()
     (bare / "crawl.db").write_bytes((directory / "crawl.db").read_bytes())
-    res = skitter(*[a.format(dir=directory, bare=bare) for a in args])
+    (tmp_path / "bad.tsv").write_text("q1\tkeel\nq7\tkeel AND (hull\n")
+    (tmp_path / "bad.qrels").write_text("q1 0 http://x.test/ 1\nq7 0 http://x.test/ 1\n")
+    res = skitter(*[a.format(dir=directory, bare=bare, tmp=tmp_path) for a in args])
     assert res.returncode == 2, res.stderr
     assert "Traceback" not in res.stderr
     assert res.stderr.startswith("skitter: error: ") and words in res.stderr

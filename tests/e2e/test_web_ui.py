@@ -25,7 +25,9 @@ playwright_sync = pytest.importorskip("playwright.sync_api")
 
 from skitter.demo.server import DemoServer  # noqa: E402
 from skitter.demo.web import DemoConfig  # noqa: E402
+from skitter.errors import QuerySyntaxError  # noqa: E402
 from skitter.search import Hit, Results  # noqa: E402
+from skitter.search.query import parse  # noqa: E402
 from skitter.web.app import build_query, is_http_url, make_env  # noqa: E402
 
 from sites import CHROMIUM_ARGS, Served, free_port  # noqa: E402
@@ -149,6 +151,11 @@ def test_build_query_quotes_what_the_user_types():
     assert build_query({"all": "keel hull"}) == '"keel" AND "hull"'
     assert build_query({"xor_a": "keel", "xor_b": "hull"}) == '("keel" XOR "hull")'
     assert build_query({"near_a": "keel", "near_b": "hull", "near_k": "3"}) == '"keel" NEAR/3 "hull"'
+    assert build_query({"near_a": "keel", "near_b": "hull", "near_k": ""}) == '"keel" NEAR "hull"'
+    # a distance that is no whole number is passed on, and the query's error says so (it was NEAR/10)
+    assert build_query({"near_a": "keel", "near_b": "hull", "near_k": "-3"}) == '"keel" NEAR/-3 "hull"'
+    with pytest.raises(QuerySyntaxError, match="NEAR/k wants a whole number"):
+        parse(build_query({"near_a": "keel", "near_b": "hull", "near_k": "- 3"}))
     q = build_query({"all": 'OR ("x', "none": "y", "site": "a.test", "after": "2024-01-01"})
     assert q == '"OR" AND "(x" AND site:a.test AND after:2024-01-01 AND NOT "y"'
     assert is_http_url("https://a.test/x") and is_http_url("HTTP://a.test")
@@ -268,8 +275,10 @@ def test_crawl_page_stats_and_plots(demo, page):
     page.goto(demo.base + "/crawl")
     assert page.locator('meta[http-equiv="refresh"]').get_attribute("content") == "5"
     stats = page.inner_text("#stats")
-    for key in ("fetched", "pages", "statuses", "top_hosts", "seen", "queued"):
+    for key in ("URLs fetched", "pages", "statuses", "top hosts", "URLs seen", "URLs still queued",
+                "near duplicates", "pages/s"):
         assert key in stats
+    assert "_" not in "".join(page.eval_on_selector_all("#stats td:first-child", "els => els.map(e => e.textContent)"))
     imgs = page.locator("img.plot")
     assert imgs.count() == 4
     page.wait_for_function("() => [...document.images].every(i => i.complete && i.naturalWidth > 0)")

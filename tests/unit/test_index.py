@@ -766,6 +766,15 @@ def test_did_you_mean_leaves_short_words_and_numbers_alone(tmp_path):
         assert s.corrections("4123 1112") == {"1112": "112"}   # a number for a number
 
 
+def test_the_lag_note_counts_in_words():
+    from skitter.index.indexer import lag_note
+
+    assert lag_note({"exists": True, "crawl_order": 8, "last_order": 7}, "d").startswith("the index is 1 fetch behind")
+    assert lag_note({"exists": True, "crawl_order": 2008, "last_order": 7}, "d").startswith(
+        "the index is 2,001 fetches behind")
+    assert lag_note({"exists": True, "crawl_order": 7, "last_order": 7}, "d") is None
+
+
 # ------------------------------------------------------------------------------ the live index
 
 def test_a_live_step_commits_its_anchors_and_first_chunk_together(crawl, tmp_path):

@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..errors import QuerySyntaxError
+
 __all__ = ["metrics", "evaluate", "EvalRow", "METRICS"]
 
 METRICS = ("precision", "recall", "P@10", "AP", "nDCG@10")
@@ -63,7 +65,11 @@ def evaluate(searcher, queries: list[tuple[str, str]], qrels: dict[str, dict[str
         if qid not in qrels:
             unjudged.append(qid)
             continue
-        res = searcher.search(text, limit=limit, snippets=False, suggest=False, collapse=collapse)
+        try:
+            res = searcher.search(text, limit=limit, snippets=False, suggest=False, collapse=collapse)
+        except QuerySyntaxError as exc:   # which of the file's queries it is
+            raise QuerySyntaxError(f"query {qid} of the queries file: {exc.message}", exc.query,
+                                   exc.position) from None
         rows.append(EvalRow(qid, text, metrics([h.url for h in res.hits], qrels[qid])))
     mean = {m: (sum(r.values[m] for r in rows) / len(rows) if rows else 0.0) for m in METRICS}
     return rows, mean, unjudged

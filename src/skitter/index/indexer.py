@@ -640,8 +640,9 @@ def lag_note(status: dict, directory: str | Path) -> str | None:
     text is partial; None when it is exact. The CLI prints it, the web UI shows it."""
     behind = status["crawl_order"] - status["last_order"]
     if status["exists"] and behind > 0:
-        return (f"the index is {behind:,} fetches behind the crawl (`skitter index {directory} --update` "
-                "catches up; a crawl running with its live index does so by itself)")
+        return (f"the index is {behind:,} fetch{'' if behind == 1 else 'es'} behind the crawl "
+                f"(`skitter index {directory} --update` catches up; a crawl running with its live index "
+                "does so by itself)")
     if status.get("anchors_pending"):
         return ("the anchor text of some pages is partial, as the crawl left it "
                 f"(`skitter index {directory} --update` completes it)")

@@ -75,6 +75,11 @@ def _phrase(text: str) -> str | None:
     return f'"{t}"' if t else None
 
 
+# the crawl page's names of the summary's keys (skitter.stats.summary) where "_" → " " is not enough
+ROW_NAMES = {"crawling_pid": "crawling process", "pages_per_second": "pages/s", "seen": "URLs seen",
+             "queued": "URLs still queued", "fetched": "URLs fetched", "index": "search index"}
+
+
 def build_query(form) -> str:
     """A query in skitter's language from the advanced form's fields (a mapping of str)."""
     g = lambda k: (form.get(k) or "").strip()  # noqa: E731
@@ -94,8 +99,8 @@ def build_query(form) -> str:
         parts.append(one)
     na, nb = _phrase(g("near_a")), _phrase(g("near_b"))
     if na and nb:
-        dist = g("near_k")
-        op = f"NEAR/{int(dist)}" if dist.isdigit() else "NEAR"
+        dist = "".join(g("near_k").split())   # as typed: the query's error says what is wrong with it
+        op = f"NEAR/{int(dist)}" if dist.isdigit() else f"NEAR/{dist}" if dist else "NEAR"
         parts.append(f"{na} {op} {nb}")
     elif (one := na or nb):
         parts.append(one)
@@ -268,7 +273,8 @@ def create_app(directory: Path | str | None, labels=None, topic: str | None = No
         recrawl = s.pop("recrawl", None)
         from ..stats import index_line
 
-        rows = [(k, index_line(v) if k == "index" else str(v) if k.endswith("_pid") and v else _fmt(v))
+        rows = [(ROW_NAMES.get(k, k.replace("_", " ")),
+                 index_line(v) if k == "index" else str(v) if k.endswith("_pid") and v else _fmt(v))
                 for k, v in s.items()]   # (a pid is no count: no thousands separator)
         if recrawl:   # the incremental crawler's collection (docs/recrawl.md), a row each
             for k in ("change_interval_quartiles", "change_interval_deciles"):   # seconds, shown as durations
