@@ -105,9 +105,10 @@ def build_crawler(directory: Path | str, config: CrawlConfig, *,
                           robots=robots, scorer=scorer, link_filter=link_filter,
                           duplicates=duplicates, clock=clock, analyse_options=_analyse_options(config, scorer, duplicates),
                           on_progress=on_progress, forms=forms, recrawl=recrawl)
-        if scorer.name == "dfs" and forms is None and recrawl is None and isinstance(front, LocalFrontier):
-            # dfs under --max-depth: the URLs it cut because it found them deeper first, when the
-            # frontier runs dry (skitter.depthrepair; a distributed crawl: not yet, docs/strategies.md)
+        if scorer.name in ("dfs", "bfs") and forms is None and recrawl is None and isinstance(front, LocalFrontier):
+            # --max-depth: the URLs cut because the crawl found them deeper first (dfs often; bfs when
+            # a fast host's deep page is parsed before a slow host's shallow one), when the frontier
+            # runs dry (skitter.depthrepair; a distributed crawl: not yet, docs/strategies.md)
             front.refill = partial(crawler.refill_depths, front)
         return crawler
     except BaseException:

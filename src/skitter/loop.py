@@ -459,7 +459,7 @@ class Crawler:
             forms.enqueued(cands, await self._enqueue(cands))
 
     def refill_depths(self, frontier: LocalFrontier) -> int:
-        """``frontier`` (this crawl's, local) ran dry under dfs: the URLs that are within
+        """``frontier`` (this crawl's, local) ran dry under dfs or bfs: the URLs that are within
         ``--max-depth`` by their shortest path through the stored links but were cut because the
         crawl found them deeper first (skitter.depthrepair), into the frontier at that depth,
         through the link filter one at a time (host budgets counted as they go). Returns how many
@@ -472,10 +472,11 @@ class Crawler:
         found = missing(self.store.db.conn, self.config.max_depth, keep=self.link_filter.may_enter)
         reason, admitted = self.link_filter.reject_reason, self.link_filter.admitted_new
         n = 0
+        # the strategy's priority: dfs's is the depth, bfs's minus the depth (their score: the parent's depth + 1)
+        sign = 1.0 if self.scorer.name == "dfs" else -1.0
         for url, depth, parent in found:
             if reason(url, depth) is None:
-                # dfs's priority is the depth (strategies.dfs.DepthFirst.score: the parent's depth + 1)
-                for cand in frontier.admit([Candidate(url=url, depth=depth, parent=parent, priority=float(depth))]):
+                for cand in frontier.admit([Candidate(url=url, depth=depth, parent=parent, priority=sign * depth)]):
                     admitted(cand.url)
                     n += 1
         if n:
