@@ -111,6 +111,11 @@ def crawl(seeds: tuple[str, ...], output: str, resolve: tuple[str, ...], quiet: 
         # (the focused strategies read it; with another one a typo went unnoticed. Checked here, not
         # in validate(): a recrawl of a crawl whose file has gone since must not fail on it)
         raise UsageError(f"cannot read --topic-file {config.topic_file}: no such file or directory")
+    from .strategies import FOCUSED
+
+    if (config.topic or config.topic_file) and config.strategy not in FOCUSED and not config.forms:
+        click.echo(f"note: --strategy {config.strategy} does not read the topic (the focused strategies "
+                   f"{', '.join(FOCUSED)} and --forms do)", err=True)
     if redis_url:
         from .cli_distributed import run_distributed
 

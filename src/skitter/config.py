@@ -60,9 +60,10 @@ class CrawlConfig:
         "file or a directory of them; their most frequent terms join --topic")
     threshold: float = setting(3.0, "pdd and weight: a page is relevant iff its weight is above this (seed 001: t > 3)")
     min_similarity: float = setting(0.1, "cosine and shark: a page is relevant iff its cosine similarity to the topic "
-        "is above this")
+        "is above this", at_least=0, at_most=1)
     tunnel: int = setting(3, "focused strategies: follow links through at most this many off-topic pages in a row "
-        "(tunnelling, seed 000; SharkSearch's depth bound d); links beyond go to the end of the queue", at_least=0, at_most=1000)
+        "(tunnelling, seed 000; SharkSearch's depth bound d); links beyond go to the end of the queue (pdd and weight "
+        "order links so already: it changes cosine and shark crawls)", at_least=0, at_most=1000)
     shark_gamma: float = setting(0.3, "shark: weight γ of the inherited score against the anchor neighbourhood")
     shark_delta: float = setting(0.5, "shark: decay δ of the inherited score per page")
     shark_beta: float = setting(0.8, "shark: weight β of the anchor text against the anchor context")

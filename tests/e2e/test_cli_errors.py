@@ -82,6 +82,7 @@ def test_setting_out_of_range(tmp_path, flag, value):
     (("--near-dup-window", "99999999999999999999"), "--near-dup-window must be at most"),
     (("--resolve", "example.test:notanip"), "--resolve wants HOST:IP"),
     (("--topic-file", "/nonexistent/topic.txt"), "cannot read --topic-file"),   # (with bfs it was ignored)
+    (("--strategy", "cosine", "--topic", "bees", "--min-similarity", "2"), "--min-similarity must be at most 1"),
 ])
 def test_a_number_that_would_break_the_crawl_is_refused(tmp_path, args, words):
     """Hold-out checks of bad input: nan crawled with no delay at all, inf and numbers beyond 64
@@ -90,6 +91,20 @@ def test_a_number_that_would_break_the_crawl_is_refused(tmp_path, args, words):
     line = one_error_line(skitter("crawl", "http://127.0.0.1:9/", "-o", str(tmp_path / "c"), *args, "--quiet"))
     assert words in line, line
     assert not (tmp_path / "c").exists()
+
+
+def test_a_topic_no_strategy_reads_is_noted(tmp_path):
+    """--topic under bfs was ignored without a word (a hold-out test)."""
+    from sites import StaticSite
+
+    (tmp_path / "index.html").write_text("<html><title>x</title><body>x</body></html>")
+    with StaticSite(tmp_path) as site:
+        res = skitter("crawl", f"{site.base}/", "-o", str(tmp_path / "c"), "--topic", "bees", "--quiet")
+        assert res.returncode == 0, res.stderr
+        assert res.stderr.startswith("note: --strategy bfs does not read the topic"), res.stderr
+        res = skitter("crawl", f"{site.base}/", "-o", str(tmp_path / "d"), "--topic", "bees", "--strategy",
+                      "shark", "--quiet")
+        assert res.returncode == 0 and "note:" not in res.stderr, res.stderr
 
 
 @pytest.mark.parametrize("pages,hosts", [("20", "1"), ("100", "0")])

@@ -100,6 +100,20 @@ def test_topic_from_words_and_exemplars(tmp_path):
     assert not Topic.build("", []) and bool(t)
 
 
+@pytest.mark.parametrize("data", [b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\nbasalt", b"\x89PNG\r\n\x1a\n", b"\x1f\x8b\x08\x00",
+                                  b"basalt \x00\x01\x02 lava", bytes(range(256)) * 4])
+def test_a_binary_topic_file_is_refused_and_skipped_in_a_directory(tmp_path, data):
+    """A PDF or an image as --topic-file was read as text with replacement characters, a topic of
+    garbage, without a word. Now a file is an error, and a directory skips it."""
+    from skitter.errors import UsageError
+
+    (tmp_path / "x.bin").write_bytes(data)
+    with pytest.raises(UsageError, match="is not a text or HTML file"):
+        read_exemplars(tmp_path / "x.bin")
+    (tmp_path / "a.txt").write_text("basalt lava")
+    assert read_exemplars(tmp_path) == ["basalt lava"]
+
+
 def test_cosine_and_count():
     t = Topic({"basalt": 1.0, "lava": 1.0})
     assert t.cosine(["basalt", "lava"]) == pytest.approx(1.0)

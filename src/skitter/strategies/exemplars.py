@@ -18,6 +18,10 @@ def read_exemplars(path: str | Path) -> list[str]:
     texts = []
     for f in files:
         data = f.read_bytes()
+        if _binary(data):   # a PDF, an image, an archive: no text of ours to read in it
+            if p.is_dir():
+                continue
+            raise UsageError(f"--topic-file {path} is not a text or HTML file (it holds binary data)")
         head = data[:512].lstrip().lower()
         if f.suffix.lower() in (".html", ".htm", ".xhtml") or head.startswith((b"<!doctype", b"<html", b"<")):
             page = parse_html(data, f.resolve().as_uri(), "text/html")
@@ -25,6 +29,16 @@ def read_exemplars(path: str | Path) -> list[str]:
         else:
             texts.append(data.decode("utf-8", "replace"))
     return texts
+
+
+def _binary(data: bytes) -> bool:
+    """Whether ``data`` is no text: a PDF, PNG, GIF, JPEG, zip or gzip signature, or a NUL byte in
+    its first 8 KB (which no text encoding of an exemplary document here has: UTF-16 is not read;
+    git's rule)."""
+    return data.startswith(_SIGNATURES) or b"\x00" in data[:8192]
+
+
+_SIGNATURES = (b"%PDF-", b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"PK\x03\x04", b"\x1f\x8b")
 
 
 def exemplars_of(config) -> list[str]:
