@@ -76,10 +76,8 @@ def run_distributed(directory: Path, redis_url: str, crawl_id: str, config: Craw
 
 async def _work(directory: Path, redis_url: str, crawl_id: str, config: CrawlConfig | None, box: list,
                 quiet: bool) -> None:
-    import redis.exceptions as rex
-
     from .api import build_crawler
-    from .distributed.frontier import CrawlKeys, RedisFrontier, create_crawl, read_crawl_config
+    from .distributed.frontier import AWAY, CrawlKeys, RedisFrontier, create_crawl, read_crawl_config
     from .distributed.redis_url import explain_lost
     from .frontier.politeness import Politeness
 
@@ -87,6 +85,11 @@ async def _work(directory: Path, redis_url: str, crawl_id: str, config: CrawlCon
         keys = CrawlKeys(crawl_id)
     except ValueError as exc:
         raise UsageError(f"--crawl-id: {exc}") from None
+    before = recorded_cluster(directory) if (directory / "crawl.db").exists() else None
+    if before is not None and before.get("crawl_id") != crawl_id:
+        # its pages, seeds and settings would be merged into this crawl's as if it had fetched them
+        raise UsageError(f"{directory} is a worker directory of crawl {before.get('crawl_id')!r}: a worker of "
+                         f"crawl {crawl_id!r} needs a directory of its own (or the same --crawl-id to resume)")
     client = await _connect(redis_url)
     try:
         try:   # Redis gone before the crawl began (a worker waiting for it): one line, as afterwards
@@ -116,7 +119,7 @@ async def _work(directory: Path, redis_url: str, crawl_id: str, config: CrawlCon
                     await asyncio.sleep(0.5)
                 _check_protocol(raw, crawl_id)
                 config = config_from_dict(raw)
-        except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+        except AWAY as exc:
             raise explain_lost(exc, redis_url) from exc
         policy = Politeness(delay=config.delay, per_host=config.per_host, adaptive=config.adaptive_delay,
                             max_crawl_delay=config.max_crawl_delay, max_adaptive=config.max_adaptive_delay)
@@ -198,7 +201,7 @@ async def cluster_stats(redis_url: str, crawl_id: str, *, timeout: float | None 
     be reached or stops answering)."""
     import redis.exceptions as rex
 
-    from .distributed.redis_url import connect, explain_lost, parse_redis_url
+    from .distributed.redis_url import AWAY, connect, explain_lost, parse_redis_url
 
     if timeout is None:
         client = await _connect(redis_url)
@@ -206,7 +209,7 @@ async def cluster_stats(redis_url: str, crawl_id: str, *, timeout: float | None 
         client = await connect(redis_url, timeout=timeout, command_timeout=timeout)
     try:
         return await _cluster_figures(client, crawl_id)
-    except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+    except AWAY as exc:
         raise explain_lost(exc, redis_url) from exc
     except (rex.RedisError, rex.RedisClusterException) as exc:   # e.g. NOPERM under an ACL, WRONGTYPE
         raise RedisError(f"Redis at {parse_redis_url(redis_url).redacted}: {' '.join(str(exc).split())}") from exc

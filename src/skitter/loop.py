@@ -528,6 +528,7 @@ class Crawler:
             self.store.finish(state, at=self.clock.time())
             self.state = state
         finally:
+            self.frontier.stop()   # (a distributed frontier's membership task: the store is closing)
             self.store.close()
 
     # -- Ctrl-C, and what a stalled crawl waits for ----------------------------------------

@@ -147,6 +147,25 @@ def test_three_workers_crawl_what_a_local_crawl_does(redis_url, local_urls, tmp_
     assert sum(w["fetched"] for w in stats["workers"]) == len(entries)   # requests, robots.txt included
 
 
+def test_a_worker_directory_of_another_crawl_is_refused(redis_url, tmp_path):
+    """A hold-out test started a worker of crawl x1 in a directory of crawl pol: pol's 724 pages,
+    seeds and settings stayed, and a merge of x1's directories counted them as x1's."""
+    from sites import one_error_line
+
+    from skitter.cli_distributed import record_cluster
+    from skitter.store.db import CrawlDB
+
+    (tmp_path / "w").mkdir()
+    db = CrawlDB(tmp_path / "w")
+    record_cluster(db, redis_url, "pol")
+    db.close()
+    line = one_error_line(skitter("worker", "--redis", redis_url, "--crawl-id", "x1", "-o", str(tmp_path / "w")))
+    assert "is a worker directory of crawl 'pol'" in line and "directory of its own" in line
+    db = CrawlDB(tmp_path / "w", readonly=True)
+    assert db.get_meta("cluster")["crawl_id"] == "pol"   # left as it was
+    db.conn.close()
+
+
 def last_heartbeat(url: str, crawl_id: str, pid: int) -> float:
     """When the worker with this pid last sent its heartbeat (epoch seconds). Its membership task and
     its store's committer run on the same event loop, so a worker the machine's load starved of CPU

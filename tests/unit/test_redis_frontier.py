@@ -894,3 +894,51 @@ def test_a_worker_with_stale_leases_still_sees_the_budget_spent(redis_server):
             await a.close()
 
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("fault", ["reply lost", "cluster down"])
+def test_an_admission_on_a_cluster_outlives_a_node_that_stops_answering(redis_cluster, fault):
+    """A hold-out test stopped one node of a Redis Cluster for 8 s (SIGSTOP), and killed and
+    restarted one: workers died with "TimeoutError: Timeout reading from ..." in the admission's
+    step that writes the records (not tried again once sent, as a second run finds its own
+    records there), or with "ClusterDownError: The cluster is down", which was no "Redis away".
+    Now the step is tried again: a record found there that is this worker's own (the same record,
+    sequence number and all) was written by the lost try; and CLUSTERDOWN is waited out."""
+    from redis import exceptions as rex
+
+    from skitter.distributed.frontier import _QUEUE_NX
+    from skitter.urls import fingerprint
+
+    async def go():
+        (a, b), clients, dirs = await _cluster_workers(redis_cluster.url, f"node-{fault.split()[1]}", ("wa", "wb"))
+        try:
+            host = owned_by(Ring(["wa", "wb"]), "wa")[0]
+            urls = [f"http://{host}/{i}" for i in range(6)]
+            real = a._pipeline
+            faults = []
+
+            async def pipeline(calls, extra=()):
+                if any(c[0] is _QUEUE_NX for c in calls) and not faults:
+                    faults.append(fault)
+                    if fault == "reply lost":   # it ran; its reply never came
+                        await real(calls, extra)
+                        raise rex.TimeoutError("Timeout reading from 127.0.0.1:1")
+                    raise rex.ClusterDownError("The cluster is down")   # it did not run
+                return await real(calls, extra)
+            a._pipeline = pipeline
+            new = await a.add([Candidate(u) for u in urls])
+            assert faults == [fault]
+            assert sorted(c.url for c in new) == sorted(urls)      # all its own, each once
+            assert await b.add([Candidate(u) for u in urls]) == []  # seen in the cluster
+            q = await clients[0].hgetall(a.keys.host(host, "q"))
+            assert sorted(q) == sorted(str(fingerprint(u)).encode() for u in urls)
+            got = set()
+            for _ in urls:
+                cand = await asyncio.wait_for(a.next_ready(), 5)
+                got.add(cand.url)
+                await a.done(cand, Outcome(response_time=0.0))
+            assert got == set(urls)
+        finally:
+            await _close_all(clients, dirs)
+
+    asyncio.run(go())

@@ -77,12 +77,13 @@ from ..frontier.politeness import Politeness
 from ..models import Candidate, Outcome
 from ..store.db import CrawlDB
 from ..urls import fingerprint, host_key
+from .redis_url import AWAY, NOT_RUN
 from .ring import Ring
 from .seen import HAS_LUA, RedisSeenSet, _Script
 
 log = logging.getLogger("skitter.distributed")
 
-__all__ = ["RedisFrontier", "CrawlKeys", "create_crawl", "read_crawl_config", "worker_id", "PROTOCOL"]
+__all__ = ["AWAY", "RedisFrontier", "CrawlKeys", "create_crawl", "read_crawl_config", "worker_id", "PROTOCOL"]
 
 
 def worker_id() -> str:
@@ -510,9 +511,11 @@ class RedisFrontier:
         todo = list(first.values())
         by_host: dict[str, list[int]] = defaultdict(list)
         recs: dict[int, str] = {}
+        tries = 0
 
         async def queue() -> list:
-            nonlocal todo, tested
+            nonlocal todo, tested, tries
+            tries += 1
             if time.monotonic() - tested > self.done_horizon / 2:
                 # long since the seen test (Redis away, the process stopped): a URL admitted, fetched
                 # and done since may be out of its host's set of URLs done recently: test again
@@ -526,14 +529,20 @@ class RedisFrontier:
             for host, ps in by_host.items():
                 args: list = []
                 for p in ps:
-                    self._seq += 1
-                    recs[p] = _record(candidates[p], self._seq)
+                    if p not in recs:   # (the same record in every try: see below)
+                        self._seq += 1
+                        recs[p] = _record(candidates[p], self._seq)
                     args += [str(fps[p]), recs[p]]
                 calls.append((host, [self.keys.host(host, "q"), self.keys.host(host, "done")], args))
-            return list(zip(calls, await self._scripts(_QUEUE_NX, calls)))
+            flags = await self._scripts(_QUEUE_NX, calls)
+            if tries > 1:
+                # an earlier try's reply was lost (a node hung, the connection dropped), so it may
+                # have written records: a record there that is this worker's own (the same string,
+                # sequence number included) was written by it
+                flags = await self._own_records(calls, flags, [[recs[p] for p in by_host[h]] for h, _, _ in calls])
+            return list(zip(calls, flags))
 
-        # (not retried once sent: run twice, its second run would find its own records there)
-        replies = await self._retrying(queue, lost_reply_ok=False)
+        replies = await self._retrying(queue)
         written = sorted(p for (host, _, _), fl in replies for p, f in zip(by_host[host], fl)
                          if f in (49, "1"))
         mine, acquire, handoff = self._route([(candidates[p], recs[p]) for p in written])
@@ -549,7 +558,7 @@ class RedisFrontier:
             if len(written) < len(candidates):
                 self.pending = replies[-1]
             self.handed_off += sum(len(r) for batch in handoff.values() for r in batch.values())
-        except (rex.ConnectionError, rex.TimeoutError, OSError):
+        except AWAY:
             # Nothing is lost: URLs not in the seen set are queued all the same (at worst found and
             # fetched again), the count is too high (set right when idle), and owners load what the
             # hand-off missed from the hosts' queues.
@@ -703,7 +712,7 @@ class RedisFrontier:
             self._give_back += 1
             try:
                 await self._give_back_budget()
-            except (rex.ConnectionError, rex.TimeoutError, OSError):
+            except AWAY:
                 pass
         if self.immediate:
             await self.flush()
@@ -727,7 +736,7 @@ class RedisFrontier:
         then let go of the hosts this worker is leaving. While Redis is unreachable they wait."""
         try:
             await self.flush()
-        except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+        except AWAY as exc:
             if self._redis_down_since is None:
                 self._redis_down_since = time.monotonic()
                 _say(f"Redis unreachable ({exc}); waiting for it")
@@ -768,7 +777,7 @@ class RedisFrontier:
                  for h, urls in by_host.items()]
         try:
             replies = await self._scripts(_IMPORTANCE, calls)
-        except (rex.ConnectionError, rex.TimeoutError, OSError):
+        except AWAY:
             # Redis away: kept for the next page (a reply lost after the script ran counts twice)
             for url, amount in deltas.items():
                 scorer.deltas[url] = scorer.deltas.get(url, 0.0) + amount
@@ -878,6 +887,21 @@ class RedisFrontier:
                 self.pending = await self.client.decrby(self.keys.pending, deleted)
                 if self.pending <= 0:
                     self.local._wake.set()
+
+    async def _own_records(self, calls: list[tuple[str, list[str], list]], flags: list,
+                           records: list[list[str]]) -> list:
+        """``_QUEUE_NX``'s ``flags`` with a '1' where it found a record and the record is this
+        worker's ``records`` one (written by a try whose reply was lost)."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            for _host, keys, args in calls:
+                pipe.hmget(keys[0], args[0::2])
+            stored = await pipe.execute()
+        out = []
+        for fl, there, mine in zip(flags, stored, records):
+            fl = fl.decode() if isinstance(fl, bytes) else str(fl)
+            out.append("".join("1" if f == "1" or (x is not None and (x.decode() if isinstance(x, bytes) else x) == r)
+                               else "0" for f, x, r in zip(fl, there, mine)))
+        return out
 
     async def _scripts(self, script: _Script, calls: list[tuple[str, list[str], list]]) -> list:
         """One script called with each (label, keys, args), pipelined: the replies."""
@@ -1097,11 +1121,13 @@ class RedisFrontier:
                     await self._release_leaving()
                 if self._redis_down_since is not None:
                     self._back()
-            except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+            except AWAY as exc:
                 if self._redis_down_since is None:
                     self._redis_down_since = time.monotonic()
                     _say(f"Redis unreachable ({exc}); waiting for it")
             except Exception as exc:   # a bug here must not silently end the heartbeats
+                if self._stopped:   # the crawl ended meanwhile and closed its store under this tick
+                    return
                 _say(f"internal error in the membership task: {type(exc).__name__}: {exc}")
                 if os.environ.get("SKITTER_DEBUG"):
                     raise
@@ -1330,7 +1356,7 @@ class RedisFrontier:
             figures["hosts"] = 0
             await self.client.hset(self.keys.stats(self.worker), mapping=figures)
             await self.client.zadd(self.keys.members, {self.worker: 0})   # gone: kept for stats --redis
-        except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+        except AWAY as exc:
             _say(f"could not leave the crawl cleanly ({exc}); its leases expire in {self.lease_ttl:g} s")
 
     async def _retrying(self, fn, *args, lost_reply_ok: bool = True):
@@ -1343,8 +1369,9 @@ class RedisFrontier:
         while True:
             try:
                 result = await fn(*args)
-            except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
-                if self._stopped or (not lost_reply_ok and "connecting to" not in str(exc)):
+            except AWAY as exc:
+                if self._stopped or (not lost_reply_ok and not isinstance(exc, NOT_RUN)
+                                     and "connecting to" not in str(exc)):
                     raise
                 if self._redis_down_since is None:
                     self._redis_down_since = time.monotonic()

@@ -136,10 +136,19 @@ async def connect(url: str, *, timeout: float = CONNECT_TIMEOUT,  # noqa: ASYNC1
     return client
 
 
+# Redis away: the connection refused, lost or timed out, or a Redis Cluster short of a node (a node
+# down or restarting answers CLUSTERDOWN or TRYAGAIN, a slot may have no node): wait for it and try
+# again. The last three ran nothing, so even a call that must not run twice is tried again.
+NOT_RUN = (rex.ClusterDownError, rex.TryAgainError, rex.SlotNotCoveredError)
+AWAY = (rex.ConnectionError, rex.TimeoutError, OSError, *NOT_RUN)
+
+
 def explain_lost(exc: Exception, url: str) -> RedisUnreachable:
-    """A connection error or timeout on a client :func:`connect` gave: one line."""
+    """A connection error or timeout on a client :func:`connect` gave (one of :data:`AWAY`): one line."""
     where = parse_redis_url(url).redacted
     what = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, NOT_RUN):
+        return RedisUnreachable(f"the Redis Cluster at {where} is short of a node: {what}")
     if isinstance(exc, rex.TimeoutError):
         return RedisUnreachable(f"Redis at {where} stopped answering: {what}")
     return RedisUnreachable(f"lost the connection to Redis at {where}: {what}")
