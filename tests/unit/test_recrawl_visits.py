@@ -453,3 +453,28 @@ def test_a_page_of_the_crawl_gets_its_last_modified_as_its_last_change(tmp_path:
     recrawl(out, pages, 0.2, rate=0.05)
     got = dict(rows(out, "SELECT url, last_change FROM recrawl_pages"))
     assert got == {SITE + "/": pytest.approx(changed), SITE + "/a.html": pytest.approx(changed)}
+
+
+def test_a_page_of_the_crawl_uses_a_truthful_last_modified(tmp_path: Path) -> None:
+    """A page a plain crawl stored, then recrawled (`skitter crawl`, then `skitter recrawl`: the
+    README's way), has the Last-Modified it was crawled with to compare its first revisit's with:
+    a hold-out test found no page of the first crawl ever trusted with the header (lm_ok 0 for all,
+    where `crawl --recrawl` trusted 49 of 49), as the first revisit had nothing to compare with."""
+    every = tuple(EPOCH + 300 * k for k in range(1, 40))
+    pages = {"/": Page(etag=False, links=("/true.html", "/now.html")),
+             "/true.html": Page(etag=False, changes=every, last_modified="true"),
+             "/now.html": Page(etag=False, changes=every, last_modified="now")}
+    out = tmp_path / "crawl"
+    clock = LoopClock()
+    web = Scripted(pages, clock)
+    config = CrawlConfig(seeds=(SITE + "/",), delay=1.0, adaptive_delay=0.0, per_host=1, concurrency=2,
+                         analysis_processes=0, index_interval=-1).validate()
+
+    async def crawl() -> None:
+        await build_crawler(out, config, transport=web, clock=clock).run()
+
+    run_in_fake_time(crawl())
+    recrawl(out, pages, 1.0, rate=0.04)
+    got = {u: (ok, m) for u, ok, m in rows(out, "SELECT url, lm_ok, method FROM recrawl_pages")}
+    assert got[SITE + "/true.html"][0] == 1 and got[SITE + "/true.html"][1].endswith("-lm")
+    assert got[SITE + "/now.html"][0] == 0

@@ -110,13 +110,17 @@ class RecrawlStore:
             " WHERE f.fetch_order IS NOT NULL AND f.status >= 200 AND f.status < 300 AND f.fetched_at IS NOT NULL"
             " AND f.fp NOT IN (SELECT fp FROM recrawl_pages) AND f.fp NOT IN (SELECT fp FROM recrawl_sitemaps)")
         added = cur.rowcount
-        if added:   # their last change is their Last-Modified, as a page first fetched by the recrawl's
+        if added:
+            # their Last-Modified is their last change and the one their first revisit compares with
+            # (history.observe: without it the header was never trusted for a crawl's pages), as
+            # for a page first fetched by the recrawl
             from ..httpdate import http_time
 
-            rows = self.conn.execute("SELECT fp, last_modified FROM recrawl_pages WHERE last_change IS NULL"
-                                     " AND changes = 0 AND last_modified IS NOT NULL").fetchall()
-            dated = [(t, fp) for fp, value in rows if (t := http_time(value)) is not None]
-            self.conn.executemany("UPDATE recrawl_pages SET last_change = ? WHERE fp = ?", dated)
+            rows = self.conn.execute("SELECT fp, last_modified FROM recrawl_pages WHERE lm_time IS NULL"
+                                     " AND last_change IS NULL AND changes = 0 AND visits = 1"
+                                     " AND last_modified IS NOT NULL").fetchall()
+            dated = [(t, t, fp) for fp, value in rows if (t := http_time(value)) is not None]
+            self.conn.executemany("UPDATE recrawl_pages SET last_change = ?, lm_time = ? WHERE fp = ?", dated)
         return added
 
     def unscheduled(self, limit: int = 10_000) -> list[dict[str, Any]]:
