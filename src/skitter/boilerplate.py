@@ -31,7 +31,8 @@ __all__ = ["is_boilerplate", "flagged_ids", "depth_below_body", "CONTAINER_TAGS"
 # Class and id words, matched as whole words of the attribute (separated by white space, "-" or "_").
 _NAV = re.compile(r"(?:^|[\s_-])(?:nav|navbar|navigation|menu|menu[_-]item|breadcrumbs?)(?:$|\s)")
 _FOOTER = re.compile(r"(?:^|[\s_-])(?:(?:global|page|site)[_-]?)?footer(?:[_-]?(?:section|wrapper))?(?:$|\s)")
-_SIDEBAR = re.compile(r"(?:^|[\s_-])(?:nav|navigation|menu|global)-sidebar(?:$|\s)")
+_SIDEBAR = re.compile(r"(?:^|[\s_-])(?:nav|navigation|menu|global)-sidebar(?:$|\s)"
+                      r"|(?:^|\s)sidebar(?:[_-](?:left|right|primary|secondary|first|second))?(?:$|\s)")
 _SEARCH = re.compile(r"(?:^|[\s_-])(?:(?:global|page|site)[_-]?)?search(?:[_-]?(?:bar|box|facility))?(?:$|\s)")
 _SKIPLINK = re.compile(r"(?:^|[\s_-])(?:skip|skip-to|skiplink|scroll-up|scroll-down)(?:$|[\s_-])")
 _HIDDEN = re.compile(r"(?:^|\s)(?:is[_-])?(?:display-none|hidden|invisible|collapsed|h-0)(?:-xs|-sm|-md|-lg|-xl)?(?:$|\s)")
@@ -156,10 +157,10 @@ def is_boilerplate(node, depth: int | None = None) -> bool:
         return True
     if _LANDMARK_ID.search(ident) or _SEARCH.search(both) or _MODAL.search(both):
         return True
-    if _SIDEBAR.search(both):
+    if _SIDEBAR.search(both):   # a side bar of the site's, not one inside an article
         if depth is None:
             depth = depth_below_body(node)
-        if depth < 4:
+        if depth < 4 and not _in_content(node):
             return True
     if tag in ("a", "span", "li") and _SKIPLINK.search(cls):
         return True
