@@ -286,6 +286,24 @@ def test_eb_classes_and_prior():
     assert eb(History([0, DAY], [True]), prior=narrow).rate_per_second == pytest.approx(1 / DAY, rel=0.05)
 
 
+def test_eb_is_open_above_when_the_visits_favour_a_rate_past_the_fastest_class():
+    """A hold-out web's pages changing every 1-10 s: every visit (every 5-20 s) saw a change, the
+    estimate sat at the grid's 0.1 a second, and its interval's upper end (1/0.1 s at most) left
+    the true rate out for 30 of 31 pages. The likelihood still rises at the fastest class: the
+    upper end is unknown (infinite, exported as null); the rate is the grid's at most."""
+    visits = [0.0 + 10 * k for k in range(12)]
+    fast = eb(History(visits, [True] * 11))
+    assert math.isinf(fast.high) and fast.rate_per_second <= CLASSES[-1]
+    mixed = eb(History(visits, [True, False] * 5 + [True]))    # a change about every 20 s: bounded
+    assert math.isfinite(mixed.high) and mixed.low < 1 / 20 < mixed.high
+    from skitter.recrawl.history import PageStats, observe, posterior
+
+    stats = PageStats()                                        # the recrawl's running form of it
+    for t in visits:
+        stats = observe(stats, t, True, None)
+    assert math.isinf(posterior(stats).high)
+
+
 def test_eb_is_calibrated_under_its_prior():
     """A Bayesian interval covers at its level on average over pages drawn from its prior."""
     rng = np.random.default_rng(7)

@@ -521,12 +521,20 @@ def eb(history: History, *, prior: GammaPrior | None = None, classes: Sequence[f
     fastest class, and its mean would be set by where the grid happens to end.
     """
     grid = _check_classes(classes)
-    log_post = _log_prior(prior, grid) + _log_likelihood(history, grid, use_last_modified)
+    loglik = _log_likelihood(history, grid, use_last_modified)
+    log_post = _log_prior(prior, grid) + loglik
     posterior = np.exp(log_post - _logsumexp(log_post))
     tail = (1.0 - level) / 2
     low, median, high = _quantiles(posterior, grid, (tail, 0.5, 1.0 - tail))
     n = int(_intervals(history)[0].size)
-    return Estimate(median, low, high, "eb" if prior is None else "eb-gamma", n)
+    return Estimate(median, low, open_above(loglik, high), "eb" if prior is None else "eb-gamma", n)
+
+
+def open_above(loglik: np.ndarray, high: float) -> float:
+    """``high``, or infinity when the likelihood still rises at the fastest class: the visits
+    favour a rate faster than the grid holds (a page changing every few seconds, seen changed at
+    nearly every visit), so no upper bound is known, and the rate is the grid's at most."""
+    return math.inf if loglik[-1] > loglik[-2] else high
 
 
 # --- site priors --------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .estimate import CLASSES, LEVEL, LM_RESOLUTION, Estimate, GammaPrior, _quantiles
+from .estimate import CLASSES, LEVEL, LM_RESOLUTION, Estimate, GammaPrior, _quantiles, open_above
 
 _LOG_CLASSES = np.log(CLASSES)
 
@@ -119,7 +119,7 @@ def posterior(stats: PageStats, prior: GammaPrior | None = None, *, level: float
     tail = (1.0 - level) / 2
     low, median, high = _quantiles(post / post.sum(), CLASSES, (tail, 0.5, 1.0 - tail))
     method = ("eb" if prior is None and prior_weights is None else "eb-gamma") + ("-lm" if use_lm else "")
-    return Estimate(median, low, high, method, stats.n)
+    return Estimate(median, low, open_above(loglik, high), method, stats.n)
 
 
 def probability_fresh(rate: float, since: float) -> float:
