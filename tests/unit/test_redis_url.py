@@ -150,3 +150,35 @@ def test_tls(redis_servers, tmp_path, monkeypatch):
     assert run(roundtrip(server.url, "over-tls")) == b"v"
     with pytest.raises(RedisError, match="cannot connect"):
         run(connect(server.url.replace("rediss://", "redis://"), timeout=1))   # plain to a TLS port
+
+
+def test_an_error_redis_py_lets_out_of_a_torn_down_connection_is_a_lost_connection(redis_server):
+    """A cluster node killed while a pipeline was being sent to it: redis-py raised
+    "AttributeError: 'NoneType' object has no attribute 'writelines'" (its issue 4287's kind),
+    which killed a hold-out test's worker as an internal error. It is a lost connection (Redis
+    away); an AttributeError of skitter's own code is not."""
+    from redis import exceptions as rex
+
+    from skitter.distributed.redis_url import as_lost, leaked
+
+    async def go():
+        client = Redis.from_url(redis_server.url)
+        try:
+            await client.ping()
+            conn = client.connection_pool.make_connection()
+            await conn.connect()
+            conn._writer = None                        # what a disconnect under the write leaves
+            with pytest.raises(AttributeError) as info:
+                await conn._send_packed_command([b"PING\r\n"])
+            return info.value
+        finally:
+            await client.aclose()
+
+    exc = asyncio.run(go())
+    assert leaked(exc)
+    lost = as_lost(exc)
+    assert isinstance(lost, rex.ConnectionError) and "writelines" in str(lost)
+    try:
+        None.writelines  # type: ignore[attr-defined]   # noqa: B018 - an AttributeError of our own
+    except AttributeError as ours:
+        assert not leaked(ours) and as_lost(ours) is ours

@@ -77,7 +77,7 @@ from ..frontier.politeness import Politeness
 from ..models import Candidate, Outcome
 from ..store.db import CrawlDB
 from ..urls import fingerprint, host_key
-from .redis_url import AWAY, NOT_RUN
+from .redis_url import AWAY, NOT_RUN, as_lost
 from .ring import Ring
 from .seen import HAS_LUA, RedisSeenSet, _Script
 
@@ -916,12 +916,15 @@ class RedisFrontier:
             return [], []
 
         async def run(todo, more):
-            async with self.client.pipeline(transaction=False) as pipe:
-                for script, keys, args in todo:
-                    pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
-                for command in more:
-                    pipe.execute_command(*command)
-                return await pipe.execute(raise_on_error=False)
+            try:
+                async with self.client.pipeline(transaction=False) as pipe:
+                    for script, keys, args in todo:
+                        pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+                    for command in more:
+                        pipe.execute_command(*command)
+                    return await pipe.execute(raise_on_error=False)
+            except (AttributeError, TypeError) as exc:   # (redis_url.leaked: a connection torn down)
+                raise as_lost(exc) from None
 
         replies = await run(calls, extra)
         scripted, rest = replies[:len(calls)], replies[len(calls):]
@@ -933,7 +936,7 @@ class RedisFrontier:
                 scripted[i] = r
         for r in scripted + rest:
             if isinstance(r, Exception):
-                raise r
+                raise as_lost(r)
         return scripted, rest
 
     # -- hosts: acquire, lose, release ------------------------------------------------------------

@@ -143,6 +143,30 @@ NOT_RUN = (rex.ClusterDownError, rex.TryAgainError, rex.SlotNotCoveredError)
 AWAY = (rex.ConnectionError, rex.TimeoutError, OSError, *NOT_RUN)
 
 
+def leaked(exc: BaseException) -> bool:
+    """Whether ``exc`` is an AttributeError or TypeError that redis-py let out of a connection
+    whose transport was torn down under a write (``'NoneType' object has no attribute
+    'writelines'``: a cluster node killed while a pipeline was sent to it; redis-py issue 4287):
+    the connection is lost, and the caller should treat it as :data:`AWAY`. Raised in redis-py's
+    or asyncio's code, not in skitter's."""
+    if not isinstance(exc, (AttributeError, TypeError)) or exc.__traceback__ is None:
+        return False
+    tb = exc.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    where = tb.tb_frame.f_code.co_filename.replace("\\", "/")
+    return "/redis/" in where or "/asyncio/" in where
+
+
+def as_lost(exc: BaseException) -> BaseException:
+    """``exc``, or a ``redis.exceptions.ConnectionError`` for it if it is :func:`leaked`."""
+    if leaked(exc):
+        lost = rex.ConnectionError(f"connection lost ({type(exc).__name__}: {exc})")
+        lost.__cause__ = exc
+        return lost
+    return exc
+
+
 def explain_lost(exc: Exception, url: str) -> RedisUnreachable:
     """A connection error or timeout on a client :func:`connect` gave (one of :data:`AWAY`): one line."""
     where = parse_redis_url(url).redacted

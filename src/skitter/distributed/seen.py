@@ -40,6 +40,8 @@ from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 from redis.exceptions import NoScriptError
 
+from .redis_url import as_lost
+
 __all__ = ["RedisSeenSet"]
 
 BUCKET_BITS = 16
@@ -205,15 +207,18 @@ class RedisSeenSet:
                 replies[i] = reply
         for reply in replies:
             if isinstance(reply, Exception):
-                raise reply
+                raise as_lost(reply)
         return replies
 
     async def _pipeline(self, script: _Script, calls: list[_Call]) -> list:
         if not calls:
             return []
-        async with self.client.pipeline(transaction=False) as pipe:
-            for call in calls:
-                # execute_command, as redis-py's cluster pipeline refuses .evalsha() for fear of
-                # NOSCRIPT, which _call handles; the cluster routes EVALSHA by its first key.
-                pipe.execute_command("EVALSHA", script.sha, len(call.keys), *call.keys, *call.args)
-            return await pipe.execute(raise_on_error=False)
+        try:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for call in calls:
+                    # execute_command, as redis-py's cluster pipeline refuses .evalsha() for fear of
+                    # NOSCRIPT, which _call handles; the cluster routes EVALSHA by its first key.
+                    pipe.execute_command("EVALSHA", script.sha, len(call.keys), *call.keys, *call.args)
+                return await pipe.execute(raise_on_error=False)
+        except (AttributeError, TypeError) as exc:   # (redis_url.leaked: a connection torn down)
+            raise as_lost(exc) from None
