@@ -201,16 +201,19 @@ def report(name: str, ev: FreshEval) -> str:
     """The figures as a Markdown table, one row per schedule."""
     span = ev.end - ev.start
     scored = f"{span / 3600:.2f} h" if span >= 7200 else f"{span / 60:.1f} min"
+    # ages in minutes, or in seconds where every one is under 10 minutes (8.9 s was "0.1" minutes)
+    small = max(max(ev.scores[r]["age"], ev.scores[r]["weighted_age"]) for r in ROWS) < 600
+    unit, per = ("s", 1.0) if small else ("min", 60.0)
     lines = [f"{name}: {ev.pages} pages, {scored} scored (--importance {ev.importance})"
              + (f"; {ev.unlisted} not in the change log (never changed)" if ev.unlisted else "")
              + (f"; {ev.late} first fetched after the discovery crawl, not scored" if ev.late else ""),
-             "", "| schedule | fetches | freshness | weighted freshness | age (min) | weighted age (min) |"
+             "", f"| schedule | fetches | freshness | weighted freshness | age ({unit}) | weighted age ({unit}) |"
              " gain over uniform |", "| --- | --- | --- | --- | --- | --- | --- |"]
     u = ev.scores["uniform (true rates)"]["freshness"]
     for row in ROWS:
         s = ev.scores[row]
         lines.append(f"| {_label(ev, row)} | {s['fetches']:,} | {s['freshness']:.3f} | {s['weighted_freshness']:.3f} |"
-                     f" {s['age'] / 60:.1f} | {s['weighted_age'] / 60:.1f} | {s['freshness'] - u:+.3f} |")
+                     f" {s['age'] / per:.1f} | {s['weighted_age'] / per:.1f} | {s['freshness'] - u:+.3f} |")
     part = ev.scored_share()
     if part is not None and part < SMALL_WINDOW:
         lines += ["", f"note: the scored window is {part:.0%} of the recrawl's time (the rest: the discovery"
