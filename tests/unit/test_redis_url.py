@@ -182,3 +182,30 @@ def test_an_error_redis_py_lets_out_of_a_torn_down_connection_is_a_lost_connecti
         None.writelines  # type: ignore[attr-defined]   # noqa: B018 - an AttributeError of our own
     except AttributeError as ours:
         assert not leaked(ours) and as_lost(ours) is ours
+
+
+def test_a_write_on_a_transport_torn_down_is_a_connection_error_under_uvloop(redis_server):
+    """What killed the hold-out test's workers when a cluster node was killed: uvloop's
+    "RuntimeError: unable to perform operation on <TCPTransport closed=True ...>; the handler is
+    closed" out of a redis-py write (crawls run on uvloop). redis-py's connections now raise a
+    ConnectionError there, which its own recovery and skitter's "Redis away" handle."""
+    import uvloop
+    from redis import exceptions as rex
+
+    import skitter.distributed.redis_url  # noqa: F401 - the patch is applied on import
+
+    async def go():
+        client = Redis.from_url(redis_server.url)
+        try:
+            conn = client.connection_pool.make_connection()
+            await conn.connect()
+            conn._writer.transport.abort()             # the connection reset under the writer
+            await asyncio.sleep(0)
+            with pytest.raises(rex.ConnectionError, match="connection lost") as info:
+                await conn.send_packed_command([b"PING\r\n"], check_health=False)
+            assert isinstance(info.value.__cause__, RuntimeError)
+            assert await client.ping()                 # the client goes on with a new connection
+        finally:
+            await client.aclose()
+
+    uvloop.run(go())

@@ -144,18 +144,51 @@ AWAY = (rex.ConnectionError, rex.TimeoutError, OSError, *NOT_RUN)
 
 
 def leaked(exc: BaseException) -> bool:
-    """Whether ``exc`` is an AttributeError or TypeError that redis-py let out of a connection
-    whose transport was torn down under a write (``'NoneType' object has no attribute
-    'writelines'``: a cluster node killed while a pipeline was sent to it; redis-py issue 4287):
-    the connection is lost, and the caller should treat it as :data:`AWAY`. Raised in redis-py's
-    or asyncio's code, not in skitter's."""
-    if not isinstance(exc, (AttributeError, TypeError)) or exc.__traceback__ is None:
+    """Whether ``exc`` is an error that redis-py let out of a connection whose transport was torn
+    down under a write: ``AttributeError: 'NoneType' object has no attribute 'writelines'`` (the
+    connection closed meanwhile), a TypeError of the transport (redis-py issue 4287), or uvloop's
+    ``RuntimeError: unable to perform operation on <TCPTransport closed=True ...>; the handler is
+    closed``: a cluster node killed while a pipeline was sent to it. The connection is lost, and
+    the caller should treat it as :data:`AWAY`. Raised in redis-py's, asyncio's or uvloop's code,
+    not in skitter's."""
+    if not isinstance(exc, (AttributeError, TypeError, RuntimeError)) or exc.__traceback__ is None:
+        return False
+    if isinstance(exc, RuntimeError) and "closed" not in str(exc):
         return False
     tb = exc.__traceback__
     while tb.tb_next is not None:
         tb = tb.tb_next
     where = tb.tb_frame.f_code.co_filename.replace("\\", "/")
-    return "/redis/" in where or "/asyncio/" in where
+    return "/redis/" in where or "/asyncio/" in where or "uvloop" in where
+
+
+def _lost_writes_are_connection_errors() -> None:
+    """Make redis-py's asyncio connections raise ``ConnectionError`` where a write meets a torn-down
+    transport (:func:`leaked`), so that its own recovery (a cluster's slot map refreshed, a
+    connection made again) and skitter's "Redis away" both see a lost connection. redis-py 8.1
+    (issue 4287, closed without a release) let these out as AttributeError, TypeError or
+    RuntimeError; a hold-out test's workers died of them when a cluster node was killed. Every
+    write of a command goes through ``send_packed_command``."""
+    from redis.asyncio.connection import AbstractConnection
+
+    original = AbstractConnection.send_packed_command
+    if getattr(original, "skitter_patched", False):
+        return
+
+    async def send_packed_command(self, command, check_health: bool = True) -> None:
+        try:
+            await original(self, command, check_health)
+        except (AttributeError, TypeError, RuntimeError) as exc:
+            if not leaked(exc):
+                raise
+            await self.disconnect(nowait=True)
+            raise rex.ConnectionError(f"connection lost ({type(exc).__name__}: {exc})") from exc
+
+    send_packed_command.skitter_patched = True  # type: ignore[attr-defined]
+    AbstractConnection.send_packed_command = send_packed_command  # type: ignore[method-assign]
+
+
+_lost_writes_are_connection_errors()
 
 
 def as_lost(exc: BaseException) -> BaseException:
