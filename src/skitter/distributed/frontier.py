@@ -77,7 +77,7 @@ from ..frontier.politeness import Politeness
 from ..models import Candidate, Outcome
 from ..store.db import CrawlDB
 from ..urls import fingerprint, host_key
-from .redis_url import AWAY, NOT_RUN, as_lost
+from .redis_url import AWAY, NOT_RUN, as_lost, leaked
 from .ring import Ring
 from .seen import HAS_LUA, RedisSeenSet, _Script
 
@@ -550,12 +550,18 @@ class RedisFrontier:
             self.local.admit(mine)
         extra = [("RPUSH", self.keys.inbox(owner), json.dumps(batch, separators=(",", ":")))
                  for owner, batch in handoff.items()]
-        if len(written) < len(candidates):
-            extra.append(("DECRBY", self.keys.pending, len(candidates) - len(written)))
+        # The candidates not written leave the count. After a lost reply, a URL the lost try wrote
+        # whose record changed or went before the retry read it (its priority raised, fetched and
+        # done) is not among ``written`` and was counted once already: only the URLs known before
+        # any try (seen in step 1, or twice in the batch) leave, and the count stays too high (set
+        # right when idle), never too low, which would end the crawl early.
+        unwritten = len(candidates) - (len(first) if tries > 1 else len(written))
+        if unwritten:
+            extra.append(("DECRBY", self.keys.pending, unwritten))
         try:   # once: run twice, the count would go too low
             _, replies = await self._pipeline(
                 [(_ADD, c.keys, c.args) for c in self.seen._plan([fps[p] for p in todo])], extra)
-            if len(written) < len(candidates):
+            if unwritten:
                 self.pending = replies[-1]
             self.handed_off += sum(len(r) for batch in handoff.values() for r in batch.values())
         except AWAY:
@@ -643,7 +649,7 @@ class RedisFrontier:
     async def next_ready(self) -> Candidate | None:
         if self._hold:
             self._hold = False
-            self.pending = await self._retrying(self.client.decr, self.keys.pending, lost_reply_ok=False)
+            self.pending = await self._retrying(self.client.decr, self.keys.pending, lost_reply_ok=False, single=True)
         local = self.local
         while not self._stopped:
             if self._vanished:
@@ -892,10 +898,7 @@ class RedisFrontier:
                            records: list[list[str]]) -> list:
         """``_QUEUE_NX``'s ``flags`` with a '1' where it found a record and the record is this
         worker's ``records`` one (written by a try whose reply was lost)."""
-        async with self.client.pipeline(transaction=False) as pipe:
-            for _host, keys, args in calls:
-                pipe.hmget(keys[0], args[0::2])
-            stored = await pipe.execute()
+        _, stored = await self._pipeline([], [("HMGET", keys[0], *args[0::2]) for _host, keys, args in calls])
         out = []
         for fl, there, mine in zip(flags, stored, records):
             fl = fl.decode() if isinstance(fl, bytes) else str(fl)
@@ -923,8 +926,10 @@ class RedisFrontier:
                     for command in more:
                         pipe.execute_command(*command)
                     return await pipe.execute(raise_on_error=False)
-            except (AttributeError, TypeError) as exc:   # (redis_url.leaked: a connection torn down)
-                raise as_lost(exc) from None
+            except (AttributeError, TypeError) as exc:   # (a connection torn down: redis_url.leaked)
+                if not leaked(exc):
+                    raise
+                raise as_lost(exc) from exc
 
         replies = await run(calls, extra)
         scripted, rest = replies[:len(calls)], replies[len(calls):]
@@ -1362,18 +1367,20 @@ class RedisFrontier:
         except AWAY as exc:
             _say(f"could not leave the crawl cleanly ({exc}); its leases expire in {self.lease_ttl:g} s")
 
-    async def _retrying(self, fn, *args, lost_reply_ok: bool = True):
+    async def _retrying(self, fn, *args, lost_reply_ok: bool = True, single: bool = False):
         """Call ``fn``; while Redis is unreachable (down, restarting), say so once and try again
         with backoff. A call whose reply was lost may have run: retried, the admission script
         finds its URLs seen and queued already (their owners load them from their hosts' queues:
         :meth:`_resync_held`), an acquisition finds the lease its own. With ``lost_reply_ok``
-        False only a refused connection is retried (nothing was sent)."""
+        False only a refused connection is retried (nothing was sent), and, for a ``single``
+        command (one slot), a cluster's answer that it ran nothing (:data:`NOT_RUN`: a pipeline
+        over several slots may have run on the others)."""
         wait = 0.2
         while True:
             try:
                 result = await fn(*args)
             except AWAY as exc:
-                if self._stopped or (not lost_reply_ok and not isinstance(exc, NOT_RUN)
+                if self._stopped or (not lost_reply_ok and not (single and isinstance(exc, NOT_RUN))
                                      and "connecting to" not in str(exc)):
                     raise
                 if self._redis_down_since is None:

@@ -40,7 +40,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 from redis.exceptions import NoScriptError
 
-from .redis_url import as_lost
+from .redis_url import as_lost, leaked
 
 __all__ = ["RedisSeenSet"]
 
@@ -220,5 +220,7 @@ class RedisSeenSet:
                     # NOSCRIPT, which _call handles; the cluster routes EVALSHA by its first key.
                     pipe.execute_command("EVALSHA", script.sha, len(call.keys), *call.keys, *call.args)
                 return await pipe.execute(raise_on_error=False)
-        except (AttributeError, TypeError) as exc:   # (redis_url.leaked: a connection torn down)
-            raise as_lost(exc) from None
+        except (AttributeError, TypeError) as exc:   # (a connection torn down: redis_url.leaked)
+            if not leaked(exc):
+                raise
+            raise as_lost(exc) from exc
