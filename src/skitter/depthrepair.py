@@ -1,9 +1,10 @@
 """Depth by the shortest path, for a crawl that does not find URLs in breadth-first order.
 
-A URL's depth is the one it was first found at. ``bfs`` finds every URL by a shortest path, but
-``dfs`` often finds a page deep first: fetched at ``--max-depth`` its links are cut, and a page
-that links to it from depth 2, found later, changes nothing (the URL-seen test). Pages within the
-depth limit only through it were then never fetched (docs/strategies.md).
+A URL's depth is the one it was first found at. ``dfs`` often finds a page deep first: fetched at
+``--max-depth`` its links are cut, and a page that links to it from depth 2, found later, changes
+nothing (the URL-seen test). Pages within the depth limit only through it were then never fetched
+(docs/strategies.md). ``bfs`` finds every URL by a shortest path only one fetch at a time: with
+several hosts in flight a fast host's deep page may find a URL before a slow host's shallow one.
 
 :func:`missing` finds them in what the crawl stored: a breadth-first walk from the seeds (the URLs
 without a parent at depth 0), to ``max_depth`` hops, over

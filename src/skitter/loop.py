@@ -468,6 +468,8 @@ class Crawler:
         as its ``refill``."""
         if not self._budget_left():
             return 0
+        if self.scorer.name == "bfs" and not self.link_filter.rejected["depth"]:
+            return 0   # (bfs: nothing was cut at --max-depth in this run: no walk of the whole graph)
         t0 = time.perf_counter()
         found = missing(self.store.db.conn, self.config.max_depth, keep=self.link_filter.may_enter)
         reason, admitted = self.link_filter.reject_reason, self.link_filter.admitted_new

@@ -727,6 +727,10 @@ def test_a_snippet_of_a_huge_page_shows_words_far_in(at):
     assert "<mark>hugemiddleword</mark>" in html_ and len(plain.split()) <= 36
     assert len(text) > MAX_TEXT
     assert snippet(text, {"absentword"})[2] == 0
+    # the one query word across the 100,000th character (a review found it in neither look)
+    plain, _, n = snippet(text, {"hugemiddleword"})
+    assert n == 1 and "**hugemiddleword**" in plain and plain.startswith("… ")
+    assert plain.split()[1] in ("lorem", "ipsum", "dolor", "sit", "amet", "the")   # whole words after "…"
 
 
 def test_did_you_mean(searcher):
@@ -764,6 +768,30 @@ def test_did_you_mean_leaves_short_words_and_numbers_alone(tmp_path):
     with Searcher(tmp_path / "c") as s:
         assert s.corrections("c 4 x9 a12 kel") == {"kel": "keel"}
         assert s.corrections("4123 1112") == {"1112": "112"}   # a number for a number
+
+
+def test_rank_copies_pagerank_into_the_index_but_leaves_an_older_index_alone(crawl, tmp_path):
+    """`skitter rank` refreshes the index's PageRank; an index of an older version is not started
+    again by it (that drops every page until `skitter index`): it gets a note instead."""
+    import json as json_
+    import shutil
+
+    from skitter.rank import rank_crawl
+
+    work = tmp_path / "c"
+    shutil.copytree(crawl[0], work)
+    assert rank_crawl(work)["index"] is None
+    idx = sqlite3.connect(work / "index.db")
+    assert idx.execute("SELECT count(*) FROM docs WHERE pagerank IS NOT NULL").fetchone()[0] > 0
+    docs = idx.execute("SELECT count(*) FROM docs").fetchone()[0]
+    idx.execute("UPDATE meta SET value = ? WHERE key = 'version'", (json_.dumps(4),))
+    idx.commit()
+    idx.close()
+    note = rank_crawl(work)["index"]
+    assert note is not None and "built differently" in note
+    idx = sqlite3.connect(work / "index.db")
+    assert idx.execute("SELECT count(*) FROM docs").fetchone()[0] == docs
+    idx.close()
 
 
 def test_the_lag_note_counts_in_words():

@@ -65,6 +65,7 @@ def test_fields_and_filters():
     assert parse("site:Example.COM") == Site("example.com")
     assert parse("site:127.0.0.2:8080") == Site("127.0.0.2:8080")
     assert parse("site:Bücher.example") == Site("xn--bcher-kva.example")   # as the crawl stores it
+    assert parse("site:straße.de") == Site("xn--strae-oqa.de")               # (UTS #46, not IDNA 2003's strasse)
     assert parse("site:x.org.") == Site("x.org") and parse("site:[::1]:80") == Site("[::1]:80")
     assert parse("after:2024-01-31") == DateFilter("after", "2024-01-31")
     assert parse("before:2024-02-29") == DateFilter("before", "2024-02-29")

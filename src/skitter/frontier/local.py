@@ -123,7 +123,7 @@ class LocalFrontier:
         self._leases: dict[int, int] = {}    # fingerprint in flight -> its HostClock start token
         # Asked for more URLs when the frontier runs dry, once per drain (no URL finished since the
         # last ask: it found what there was to find); admits them itself and returns how many.
-        # The crawl loop sets it for dfs (skitter.depthrepair).
+        # The composition root (skitter.api) sets it for dfs and bfs (skitter.depthrepair).
         self.refill: Callable[[], int] | None = None
         self._finished = 0
         self._refilled = -1

@@ -607,13 +607,19 @@ class Indexer:
         (``skitter rank`` calls it: search ranks by the new PageRank at once), without indexing
         new pages. Whether anything changed."""
         stats = UpdateStats()
-        crawl, idx = self._conns if self._conns is not None else self._open()
+        # (not through _open, which starts an index of an older version again, dropping its pages)
+        crawl = connect(self.crawl_path, readonly=True)
         try:
-            self._refresh_marks(crawl, idx, stats)
-        finally:
-            if self._conns is None:
+            idx = open_index(self.crawl_dir, readonly=False, cache_kb=self.cache_kb)
+            try:
+                if _get(idx, "version") != INDEX_VERSION or _get(idx, "analyzer") != _analyzer_id():
+                    raise IndexMissingError(f"the search index in {self.crawl_dir} was built differently: "
+                                            f"run `skitter index {self.crawl_dir}`")
+                self._refresh_marks(crawl, idx, stats)
+            finally:
                 idx.close()
-                crawl.close()
+        finally:
+            crawl.close()
         return stats.marks_refreshed
 
     def _refresh_marks(self, crawl: sqlite3.Connection, idx: sqlite3.Connection, stats: UpdateStats) -> None:

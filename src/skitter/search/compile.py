@@ -24,7 +24,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ..errors import QuerySyntaxError
@@ -223,15 +222,13 @@ def _terms(node) -> list[Term]:
 def _nothing_to_search(tree: Node) -> str:
     """Why a query leaves no word to look for: its words are stop words, punctuation, or longer
     than the index keeps (analyze.MAX_TOKEN characters)."""
-    long = [w for t in _terms(tree) for w in _WORD.findall(analyze.fold(t.text)) if len(w) > analyze.MAX_TOKEN]
+    long = [w for t in _terms(tree) for w in analyze._WORD.findall(analyze.fold(t.text)) if len(w) > analyze.MAX_TOKEN]
     if long:
         w = long[0]
         return (f"nothing to search for: words longer than {analyze.MAX_TOKEN} characters are not indexed"
                 f" ({w[:20]}…, {len(w)} characters)")
     return "nothing to search for: the query has only stop words or punctuation"
 
-
-_WORD = re.compile(r"[^\W_]+")
 
 
 def plan(tree: Node) -> Plan:

@@ -340,10 +340,12 @@ class _Parser:
         name, value = t.name, t.value
         if name == "site":
             host = value.strip().lower().rstrip(".")
-            if not host.isascii():   # an international name, as the crawl stores it (IDNA: xn--)
+            if not host.isascii():   # an international name, as the crawl stores it (UTS #46: xn--)
+                from ..urls import URLError, canonicalize, host_key
+
                 try:
-                    host = host.encode("idna").decode("ascii")
-                except UnicodeError:
+                    host = host_key(canonicalize(f"http://{host}/"))
+                except URLError:
                     pass   # the check below says it is no host name
             if host.startswith(("http://", "https://")) or not _HOST_RE.match(host or "-"):
                 raise self.error("site: wants a host name, as in site:example.com", t.vstart)

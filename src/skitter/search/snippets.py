@@ -128,13 +128,19 @@ def snippet(text: str | None, stems: set[str] | frozenset[str], width: int = WID
 
     whole, text = text, text[:MAX_TEXT]
     hits: list[tuple[int, int]] = []
+    cut = False   # the text looked at starts inside the page
     if rx is not None:
         hits = [(m.start(), m.end()) for m in rx.finditer(text) if is_hit(m.group())]
         if not hits and len(whole) > MAX_TEXT:
-            # the query's words are further in: the MAX_TEXT characters from a little before the first
-            first = next((m.start() for m in rx.finditer(whole, MAX_TEXT) if is_hit(m.group())), None)
+            # the query's words are further in (a word may straddle MAX_TEXT): the MAX_TEXT characters
+            # from a little before the first, from the start of a word
+            first = next((m.start() for m in rx.finditer(whole, MAX_TEXT - analyze.MAX_TOKEN)
+                          if is_hit(m.group())), None)
             if first is not None:
-                text = whole[first - LEAD * 16:first - LEAD * 16 + MAX_TEXT]
+                lo = first - LEAD * 16
+                while lo > 0 and (whole[lo - 1].isalnum() or whole[lo - 1] == "_"):
+                    lo -= 1
+                text, cut = whole[lo:lo + MAX_TEXT], True
                 hits = [(m.start(), m.end()) for m in rx.finditer(text) if is_hit(m.group())]
     span = width * _AVG_WORD
     start_char = 0
@@ -159,7 +165,7 @@ def snippet(text: str | None, stems: set[str] | frozenset[str], width: int = WID
             break
     if not words:
         return "", "", 0
-    cut_front = bool(_WORD.search(text, 0, words[0].start()))
+    cut_front = cut or bool(_WORD.search(text, 0, words[0].start()))
     lo = words[0].start() if cut_front else 0
     more = len(words) == width and _WORD.search(text, words[-1].end()) is not None
     hi = words[-1].end() if more else len(text)
