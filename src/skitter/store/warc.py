@@ -20,7 +20,9 @@ The response block is the HTTP status line and headers as received, except that
 ``len(raw_body)``; ``Content-Encoding`` is kept, because the stored payload is ``raw_body``, the
 body as sent. ``WARC-Payload-Digest`` is the SHA-1 of ``raw_body`` and ``WARC-Block-Digest`` the
 SHA-1 of the whole block, both base32 as usual. ``WARC-Date`` is ``FetchResult.started`` with
-microseconds (WARC 1.1 allows fractional seconds).
+microseconds (WARC 1.1 allows fractional seconds). A response whose body was cut short (over
+``--max-body``, a timeout or a disconnect mid-body: the fetch's ``error``) says so in
+``WARC-Truncated`` (``length``, ``time``, ``disconnect``), and its payload is what was read.
 
 Crash safety
 ------------
@@ -258,7 +260,8 @@ def _b32_sha1(h) -> bytes:
 
 
 def _http_record(kind: bytes, record_id: bytes, date: bytes, uri: bytes, ip: bytes | None,
-                 concurrent_to: bytes, head: bytes, body: bytes, payload_digest: bytes | None) -> bytes:
+                 concurrent_to: bytes, head: bytes, body: bytes, payload_digest: bytes | None,
+                 truncated: bytes | None = None) -> bytes:
     """One ``request`` or ``response`` record, uncompressed: its block is ``head + body``. The
     header fields and their order are fastwarc's (``WarcRecord.write``; a test holds the two
     byte-equal)."""
@@ -273,6 +276,8 @@ def _http_record(kind: bytes, record_id: bytes, date: bytes, uri: bytes, ip: byt
     if payload_digest is not None:
         fields.append(b"WARC-Payload-Digest: " + payload_digest)
     fields.append(b"WARC-Block-Digest: " + _b32_sha1(block))
+    if truncated is not None:
+        fields.append(b"WARC-Truncated: " + truncated)
     fields.append(b"\r\n")
     return b"\r\n".join(fields) + head + body + b"\r\n\r\n"
 
@@ -285,7 +290,18 @@ def _pair(result: FetchResult, uri: str, request_id: bytes, response_id: bytes) 
     raw = result.raw_body
     return (_http_record(b"request", request_id, date, target, ip, response_id, _request_block(result), b"", None),
             _http_record(b"response", response_id, date, target, ip, request_id, _response_block_head(result), raw,
-                         _b32_sha1(hashlib.sha1(raw))))
+                         _b32_sha1(hashlib.sha1(raw)), _truncated(result)))
+
+
+def _truncated(result: FetchResult) -> bytes | None:
+    """``WARC-Truncated`` (WARC 1.1 §5.13) of a response whose body was cut short: ``length`` over
+    ``--max-body`` (too-large), ``time`` over a timeout, ``disconnect`` when the connection failed
+    mid-body, ``unspecified`` otherwise; None for a whole body (no error)."""
+    if result.error is None:
+        return None
+    code = result.error.split(":", 1)[0]
+    return {"too-large": b"length", "timeout": b"time", "protocol": b"disconnect",
+            "connect": b"disconnect", "tls": b"disconnect"}.get(code, b"unspecified")
 
 
 def encode_pair(result: FetchResult, *, target_uri: str | None = None) -> bytes | None:
