@@ -305,7 +305,7 @@ class FormCrawl:
                     depth = cand.depth + 1
                     priority = self._priority(cand, page, form)
                     planner = FormPlanner(form, budget=self.config.form_budget, seed_words=self.seed_words,
-                                          page_words=[page.text])
+                                          page_words=[page.text], other_forms=[f for f in forms if f is not form])
                     running = sum(1 for a in self.active.values() if host_key(action_of(a.planner.form)) == host)
                     status = "active" if len(self.active) < ACTIVE and running < FORMS_PER_HOST else "queued"
                     state = planner.to_json()

@@ -587,7 +587,7 @@ class FormPlanner:
     """
 
     def __init__(self, form: Form, *, budget: int = DEFAULT_BUDGET, seed_words: Iterable[str] = (),
-                 page_words: Iterable[str] = (), sample: int = 10, tau: float = 0.25,
+                 page_words: Iterable[str] = (), other_forms: Iterable[Form] = (), sample: int = 10, tau: float = 0.25,
                  window: int = 20, max_pending: int = 8, max_combine: int = 20, row_test: int = 3,
                  max_words: int = 5000) -> None:
         searchable, why = classify(form)
@@ -600,7 +600,10 @@ class FormPlanner:
         labels = [lab for i in form.inputs if i.kind in ENUMERATED for lab in i.labels]
         self.seeds = _probe_words(seed_words)
         self.labels = _probe_words(labels)
-        self.page_words = _probe_words(page_words)
+        # the page's words but those of its other forms (a newsletter's "weekly recipes", a log-in's
+        # "sign"): site chrome, not the records' words
+        chrome = set(_probe_words(_form_words(f) for f in other_forms))
+        self.page_words = [w for w in _probe_words(page_words) if w not in chrome]
         self.counts: dict[str, int] = {}      # word -> result pages that showed it
         self.pages = 0                        # result pages reported
         self.tried: dict[str, dict[str, None]] = {}   # text box -> words submitted (ordered set)
@@ -780,6 +783,11 @@ class FormPlanner:
         self._memo.clear()
         sub.pages += 1
         sub.new_links += max(0, new_links)
+        if new_links <= 0:
+            # a page that led nowhere new (a "Sorry, nothing found", or records already reached)
+            # teaches no words: a "no results" page's own words were probed first, and ten of them
+            # had the text box dropped (hold-out sites at 0 % of their records)
+            return
         self.pages += 1
         counts = self.counts
         for w in _probe_words(words):
@@ -809,8 +817,11 @@ class FormPlanner:
         """None if these submissions are informative and productive, else why not. A submission
         that found links new to the crawl showed a result page unlike every earlier one, whatever
         its signature says (a site whose result list the main text misses gives every query the
-        same signature): the distinct pages counted are at least those."""
-        distinct = max(len({s.signature for s in done}), sum(1 for s in done if s.new_links))
+        same signature): each of those counts as distinct, and the others by their signatures (a
+        text box whose labels' words found records twice in ten, and the same "nothing found"
+        page eight times, has three distinct pages, not two)."""
+        found = [s.signature for s in done if s.new_links]   # each a page unlike every other
+        distinct = len(found) + len({s.signature for s in done if not s.new_links} - set(found))
         if distinct < 2 or distinct < self.params["tau"] * len(done):
             return f"not informative: {distinct} distinct result pages of {len(done)}"
         if not any(s.new_links for s in done):
@@ -899,6 +910,17 @@ def _values(inp: FormInput) -> list[str]:
         values.append("")
     default = inp.default[0] if len(inp.default) == 1 else ("" if not inp.default else None)
     return [v for v in values if v != default]
+
+
+def _form_words(form: Form) -> str:
+    """The words a person reads on ``form``: its legend and headings, its inputs' labels and
+    options' labels, its buttons' values."""
+    parts = [form.text]
+    for i in form.inputs:
+        parts += [i.label, *i.labels]
+        if i.kind not in FREE_TEXT and i.kind not in ENUMERATED:   # a button's value is its text
+            parts += list(i.default)
+    return " ".join(p for p in parts if p)
 
 
 def _probe_words(texts: Iterable[str]) -> list[str]:

@@ -527,14 +527,16 @@ def eb(history: History, *, prior: GammaPrior | None = None, classes: Sequence[f
     tail = (1.0 - level) / 2
     low, median, high = _quantiles(posterior, grid, (tail, 0.5, 1.0 - tail))
     n = int(_intervals(history)[0].size)
-    return Estimate(median, low, open_above(loglik, high), "eb" if prior is None else "eb-gamma", n)
+    return Estimate(median, low, open_above(loglik, posterior, high, tail), "eb" if prior is None else "eb-gamma", n)
 
 
-def open_above(loglik: np.ndarray, high: float) -> float:
-    """``high``, or infinity when the likelihood still rises at the fastest class: the visits
-    favour a rate faster than the grid holds (a page changing every few seconds, seen changed at
-    nearly every visit), so no upper bound is known, and the rate is the grid's at most."""
-    return math.inf if loglik[-1] > loglik[-2] else high
+def open_above(loglik: np.ndarray, posterior: np.ndarray, high: float, tail: float) -> float:
+    """``high``, or infinity when the likelihood still rises at the fastest class and the upper
+    quantile falls in that class (more than ``tail`` of the posterior there): the visits favour a
+    rate faster than the grid holds (a page changing every few seconds, seen changed at nearly
+    every visit) and no prior bounds it, so no upper bound is known; the rate is the grid's at
+    most. (A site's prior that makes the fastest class unlikely keeps its interval.)"""
+    return math.inf if loglik[-1] > loglik[-2] and posterior[-1] > tail else high
 
 
 # --- site priors --------------------------------------------------------------------------------

@@ -117,9 +117,10 @@ def posterior(stats: PageStats, prior: GammaPrior | None = None, *, level: float
     log_post = log_post - log_post.max()
     post = np.exp(log_post)
     tail = (1.0 - level) / 2
-    low, median, high = _quantiles(post / post.sum(), CLASSES, (tail, 0.5, 1.0 - tail))
+    post = post / post.sum()
+    low, median, high = _quantiles(post, CLASSES, (tail, 0.5, 1.0 - tail))
     method = ("eb" if prior is None and prior_weights is None else "eb-gamma") + ("-lm" if use_lm else "")
-    return Estimate(median, low, open_above(loglik, high), method, stats.n)
+    return Estimate(median, low, open_above(loglik, post, high, tail), method, stats.n)
 
 
 def probability_fresh(rate: float, since: float) -> float:
