@@ -116,6 +116,8 @@ def crawl(seeds: tuple[str, ...], output: str, resolve: tuple[str, ...], quiet: 
     if (config.topic or config.topic_file) and config.strategy not in FOCUSED and not config.forms:
         click.echo(f"note: --strategy {config.strategy} does not read the topic (the focused strategies "
                    f"{', '.join(FOCUSED)} and --forms do)", err=True)
+    if config.form_words and not config.forms:
+        click.echo("note: --form-words is read by --forms only", err=True)
     if redis_url:
         from .cli_distributed import run_distributed
 

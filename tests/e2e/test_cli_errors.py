@@ -94,7 +94,7 @@ def test_a_number_that_would_break_the_crawl_is_refused(tmp_path, args, words):
 
 
 def test_a_topic_no_strategy_reads_is_noted(tmp_path):
-    """--topic under bfs was ignored without a word (a hold-out test)."""
+    """--topic under bfs, and --form-words without --forms, were ignored without a word (hold-out tests)."""
     from sites import StaticSite
 
     (tmp_path / "index.html").write_text("<html><title>x</title><body>x</body></html>")
@@ -105,6 +105,10 @@ def test_a_topic_no_strategy_reads_is_noted(tmp_path):
         res = skitter("crawl", f"{site.base}/", "-o", str(tmp_path / "d"), "--topic", "bees", "--strategy",
                       "shark", "--quiet")
         assert res.returncode == 0 and "note:" not in res.stderr, res.stderr
+        (tmp_path / "words.txt").write_text("bees hive\n")
+        res = skitter("crawl", f"{site.base}/", "-o", str(tmp_path / "e"), "--form-words", str(tmp_path / "words.txt"),
+                      "--quiet")
+        assert res.returncode == 0 and res.stderr.startswith("note: --form-words is read by --forms only"), res.stderr
 
 
 @pytest.mark.parametrize("pages,hosts", [("20", "1"), ("100", "0")])
