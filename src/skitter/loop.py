@@ -367,6 +367,8 @@ class Crawler:
                 if decision.near_duplicate_of is not None:
                     record["near_duplicate_of"] = decision.near_duplicate_of
                     self.stats.near_duplicates += 1
+            elif analysis.page is not None:   # a duplicate not taken as a page: its title all the same
+                record["title"] = analysis.page.title
         # -- the writes of this fetch: synchronous from here on
         location = self.store.archive(analysis.warc)
         if location is not None:
