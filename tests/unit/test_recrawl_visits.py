@@ -109,6 +109,19 @@ def recrawl(out: Path, pages: dict[str, Page], hours: float, *, robots=None, sit
     return web
 
 
+def plain_crawl(out: Path, pages: dict[str, Page]) -> None:
+    """Crawl SITE from / without revisiting (`skitter crawl`, before a `skitter recrawl`)."""
+    clock = LoopClock()
+    web = Scripted(pages, clock)
+    config = CrawlConfig(seeds=(SITE + "/",), delay=1.0, adaptive_delay=0.0, per_host=1, concurrency=2,
+                         analysis_processes=0, index_interval=-1).validate()
+
+    async def crawl() -> None:
+        await build_crawler(out, config, transport=web, clock=clock).run()
+
+    run_in_fake_time(crawl())
+
+
 def rows(out: Path, sql: str, params: tuple = ()) -> list[tuple]:
     conn = sqlite3.connect(out / "crawl.db")
     try:
@@ -441,15 +454,7 @@ def test_a_page_of_the_crawl_gets_its_last_modified_as_its_last_change(tmp_path:
     pages = {"/": Page(etag=False, last_modified="true", changes=(changed,), links=("/a.html",)),
              "/a.html": Page(etag=False, last_modified="true", changes=(changed,))}
     out = tmp_path / "crawl"
-    clock = LoopClock()
-    web = Scripted(pages, clock)
-    config = CrawlConfig(seeds=(SITE + "/",), delay=1.0, adaptive_delay=0.0, per_host=1, concurrency=2,
-                         analysis_processes=0, index_interval=-1).validate()
-
-    async def crawl() -> None:
-        await build_crawler(out, config, transport=web, clock=clock).run()
-
-    run_in_fake_time(crawl())
+    plain_crawl(out, pages)
     recrawl(out, pages, 0.2, rate=0.05)
     got = dict(rows(out, "SELECT url, last_change FROM recrawl_pages"))
     assert got == {SITE + "/": pytest.approx(changed), SITE + "/a.html": pytest.approx(changed)}
@@ -465,15 +470,7 @@ def test_a_page_of_the_crawl_uses_a_truthful_last_modified(tmp_path: Path) -> No
              "/true.html": Page(etag=False, changes=every, last_modified="true"),
              "/now.html": Page(etag=False, changes=every, last_modified="now")}
     out = tmp_path / "crawl"
-    clock = LoopClock()
-    web = Scripted(pages, clock)
-    config = CrawlConfig(seeds=(SITE + "/",), delay=1.0, adaptive_delay=0.0, per_host=1, concurrency=2,
-                         analysis_processes=0, index_interval=-1).validate()
-
-    async def crawl() -> None:
-        await build_crawler(out, config, transport=web, clock=clock).run()
-
-    run_in_fake_time(crawl())
+    plain_crawl(out, pages)
     recrawl(out, pages, 1.0, rate=0.04)
     got = {u: (ok, m) for u, ok, m in rows(out, "SELECT url, lm_ok, method FROM recrawl_pages")}
     assert got[SITE + "/true.html"][0] == 1 and got[SITE + "/true.html"][1].endswith("-lm")
