@@ -18,6 +18,7 @@ from skitter.urls import canonicalize
 pytestmark = pytest.mark.slow
 
 DELAY = 0.05
+CRAWL_DELAY = 0.12   # above DELAY, so the Crawl-delay host shows which one it was given
 
 
 def skitter(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -39,7 +40,7 @@ def export(directory: Path) -> list[dict]:
 def polite_crawl(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("demo")
     log = tmp / "access.jsonl"
-    with DemoServer(DemoConfig(hosts=4, pages=400, seed=7, crawl_delay=0.2), latency_ms=5, access_log=log) as srv:
+    with DemoServer(DemoConfig(hosts=4, pages=400, seed=7, crawl_delay=CRAWL_DELAY), latency_ms=5, access_log=log) as srv:
         crawl_dir = tmp / "crawl"
         res = skitter("crawl", *srv.web.seeds(), "-o", str(crawl_dir), "--delay", str(DELAY),
                       "--per-host", "1", "--concurrency", "8", "--adaptive-delay", "0", "--quiet")
@@ -73,7 +74,7 @@ def test_per_host_connections_and_delay(polite_crawl):
     crawl_delay_host = {u.split("/")[2] for u in web.seeds() if web.crawl_delay_of(u)}
     for host, entries in by_host.items():
         entries.sort(key=lambda e: e["t0"])
-        need = 0.2 if host in crawl_delay_host else DELAY
+        need = CRAWL_DELAY if host in crawl_delay_host else DELAY
         for a, b in zip(entries, entries[1:]):
             assert b["t0"] >= a["t1"], f"two connections at once to {host}"
         # starts at least `need` apart; at the server, arrival adds noise on a loaded machine:
