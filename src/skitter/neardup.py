@@ -558,6 +558,7 @@ class DuplicateStore(Protocol):
 
     def first_with_content(self, digest: str, url: str) -> str: ...
     def page_url(self, fp: int) -> str | None: ...
+    def near_original(self, fp: int) -> str | None: ...
     def link_targets(self, fp: int) -> list[str]: ...
     def add_sketch(self, record: tuple[int, bytes]) -> None: ...
 
@@ -596,5 +597,26 @@ class DuplicateTests:
             near = self.store.page_url(match[0][0])
             if near is not None and self.follow == "new-links":
                 follow = links_worth_following(page.links, self.store.link_targets(match[0][0]))
+            near = self._original(near, own)
         self.store.add_sketch(self.index._add_set(own, fps))
         return Verdict(near_duplicate_of=near, follow_links=follow)
+
+    def _original(self, url: str | None, own: int, hops: int = 16) -> str | None:
+        """The family's original: ``url``, or the page it was marked a near-duplicate of, and so
+        on up the chain, so that every member points at one page (search shows one result a
+        family: a page marked against a near-duplicate of a third made two families). None when
+        the chain leads back to the page being tested: a recrawled original whose new version
+        matches one of its own near-duplicates stays the original (they pointed at each other)."""
+        seen: set[int] = set()
+        while url is not None and hops > 0:
+            fp = fingerprint(url)
+            if fp == own:
+                return None
+            if fp in seen:   # a loop not through this page (marked before this rule): any member
+                return url
+            seen.add(fp)
+            up = self.store.near_original(fp)
+            if up is None:
+                return url
+            url, hops = up, hops - 1
+        return url

@@ -160,6 +160,11 @@ class CrawlStore:
         row = self.db.conn.execute("SELECT url FROM pages WHERE fp = ?", (fp,)).fetchone()
         return row[0] if row else None
 
+    def near_original(self, fp: int) -> str | None:
+        """The URL the page ``fp`` was marked a near-duplicate of (None: it was not)."""
+        row = self.db.conn.execute("SELECT near_duplicate_of FROM fetches WHERE fp = ?", (fp,)).fetchone()
+        return row[0] if row else None
+
     def link_targets(self, fp: int) -> list[str]:
         return [r[0] for r in self.db.conn.execute("SELECT dst_url FROM links WHERE src = ?", (fp,))]
 
