@@ -72,3 +72,27 @@ def test_a_family_has_one_original_after_a_chain_and_after_a_recrawl(tmp_path) -
     assert got["b.html"]["near_duplicate_of"] == base + "a.html"
     hits = skitter("search", str(out), word, "--json")
     assert len(hits.stdout.splitlines()) == 1, hits.stdout
+
+
+def test_a_family_is_shown_by_the_page_its_members_name_as_canonical(tmp_path) -> None:
+    """The print version (shorter: no menu, so it ranks higher) names the article as canonical:
+    search shows the article, in the place the print version earned, whichever came first."""
+    s = segments(6)
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text('<html><body><a href="print.html">print</a> <a href="a.html">a</a></body></html>')
+    (root / "print.html").write_text(page("Article (print)", s[1:5]).replace(
+        "</title>", '</title><link rel="canonical" href="a.html">'))
+    (root / "a.html").write_text(page("Article", s[1:5] + [s[5]]))
+    out = tmp_path / "crawl"
+    with StaticSite(root) as site:
+        base = f"http://127.0.0.1:{site.port}/"
+        res = skitter("crawl", base, "-o", str(out), "--delay", "0", "--per-host", "1", "--quiet")
+        assert res.returncode == 0, res.stderr
+    got = export(out)
+    assert got["a.html"]["near_duplicate_of"] == base + "print.html"   # the print version came first
+    word = s[1].split()[0]
+    every = skitter("search", str(out), word, "--json", "--no-collapse")
+    assert [json.loads(h)["url"] for h in every.stdout.splitlines()] == [base + "print.html", base + "a.html"]
+    hits = [json.loads(h) for h in skitter("search", str(out), word, "--json").stdout.splitlines()]
+    assert [(h["url"], h["duplicates"]) for h in hits] == [(base + "a.html", 1)]

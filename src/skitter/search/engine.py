@@ -16,7 +16,8 @@ heavy-tailed: the log scale keeps ordinary pages apart). λ defaults to ``DEFAUL
 Bare words (seed 004): the results are the pages with any of the words; those with all of them
 come first (``Hit.all_words``), each group ranked by score.
 
-Near-duplicate families (``fetches.near_duplicate_of``) collapse to their best-ranked member;
+Near-duplicate families (``fetches.near_duplicate_of``) collapse to one hit, in the place of their
+best-ranked member, shown by the member the others name as canonical (``_faces``);
 ``Hit.duplicates`` counts the members folded into it. ``Results.total`` counts results after
 collapsing.
 
@@ -235,12 +236,14 @@ class Searcher:
             fam = item[4]
             if collapse and fam in by_family:
                 by_family[fam][1] += 1
+                by_family[fam][2].append(item)
                 continue
-            entry = [item, 0]
+            entry = [item, 0, [item]]
             by_family[fam] = entry
             kept.append(entry)
         lo = (page - 1) * limit if limit else 0
         window = kept[lo:lo + limit] if limit else kept[lo:]
+        self._faces(window)
         stems = {t for tok in p.positive for t in tok.tokens}
         hits = self._hits(window, lo, stems, p, snippets)
         res = Results(query, hits, total=len(kept), matched=len(rows), page=page, limit=limit, bare=p.bare)
@@ -250,6 +253,40 @@ class Searcher:
                 res.suggestion = _apply_corrections(query, tree, res.corrections)
         res.elapsed_ms = (time.perf_counter() - t0) * 1000
         return res
+
+    FACE_MEMBERS = 50   # a family's best-ranked members among which its face is chosen
+
+    def _faces(self, window: list) -> None:
+        """Each collapsed family shown by its face, in the place its best-ranked member earned: the
+        member the others name as ``<link rel=canonical>``, else one that names no other URL, else
+        one without a query string, else the best-ranked (a print version, shorter for want of
+        the menu, outranked the article it names as canonical). Among the members in the best's
+        tier only (bare words: those with all the words)."""
+        many = [e for e in window if e[1]]
+        if not many:
+            return
+        members = {id(e): [m for m in e[2][:self.FACE_MEMBERS] if m[0] == e[0][0]] for e in many}
+        fps = [m[2] for ms in members.values() for m in ms]
+        info: dict[int, tuple[str, str | None]] = {}
+        try:
+            for i in range(0, len(fps), 500):
+                part = fps[i:i + 500]
+                info.update((r[0], (r[1], r[2])) for r in self.crawl.execute(
+                    f"SELECT fp, url, canonical FROM fetches WHERE fp IN ({','.join('?' * len(part))})", part))
+        except sqlite3.Error:
+            return
+        for e in many:
+            ms = members[id(e)]
+            named = {c for u, c in (info.get(m[2], ("", None)) for m in ms) if c and c != u}
+            if not named and not any("?" in info.get(m[2], ("", None))[0] for m in ms):
+                continue
+
+            def key(pos_m: tuple[int, tuple]) -> tuple:
+                pos, m = pos_m
+                url, canon = info.get(m[2], ("", None))
+                return (url not in named, bool(canon and canon != url), "?" in url, pos)
+
+            e[0] = min(enumerate(ms), key=key)[1]
 
     def _n_docs(self) -> int:
         return _get(self.idx, "n_docs", 0)
@@ -269,7 +306,7 @@ class Searcher:
             except sqlite3.Error:
                 texts = {}
         hits = []
-        for i, ((tier, negscore, fp, s, _fam, pr), dups) in enumerate(window):
+        for i, ((tier, negscore, fp, s, _fam, pr), dups, *_) in enumerate(window):
             _, url, title, date, host = docs[fp]
             plain = markup = ""
             if snippets:
