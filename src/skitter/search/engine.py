@@ -281,7 +281,7 @@ class Searcher:
             if not named and not any("?" in info.get(m[2], ("", None))[0] for m in ms):
                 continue
 
-            def key(pos_m: tuple[int, tuple]) -> tuple:
+            def key(pos_m: tuple[int, tuple], named: set = named) -> tuple:
                 pos, m = pos_m
                 url, canon = info.get(m[2], ("", None))
                 return (url not in named, bool(canon and canon != url), "?" in url, pos)
