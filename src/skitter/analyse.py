@@ -84,7 +84,7 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe:
         # imported here, in the worker: the crawl process needs no lexbor
         from .parse import parse_html, parse_with_main_text
 
-        kw = _ParseOptions(x_robots_tag=result.header("x-robots-tag"), user_agent_token=ua_token,
+        kw = _ParseOptions(x_robots_tag=result.header_lines("x-robots-tag"), user_agent_token=ua_token,
                            link_context=link_context)
         fps = mhash = None
         if near_dup_probe == 0 and not forms and not main_hash:

@@ -73,6 +73,7 @@ ACCEPT_ENCODING = "gzip, deflate"
 CHUNK_SIZE = 65536
 
 _DECODABLE = {"gzip": "gzip", "x-gzip": "gzip", "deflate": "deflate"}
+_UNDECODABLE = frozenset({"br", "zstd", "compress", "x-compress", "pack200-gzip", "exi", "dcb", "dcz"})
 
 class _Inflater:
     """Streaming gzip/deflate decoder whose output is capped at ``cap`` bytes in total.
@@ -182,8 +183,11 @@ class _Decoder:
     def for_headers(cls, values: list[str], cap: int) -> _Decoder | None:
         codings = [c.strip().lower() for v in values for c in v.split(",")]
         codings = [c for c in codings if c and c != "identity"]
+        unasked = [c for c in codings if c in _UNDECODABLE]
+        if unasked:   # a compression we did not accept (RFC 9110 8.4.1): the body is unreadable
+            raise ProtocolError(f"content-encoding {unasked[0]} (not accepted, not decoded)")
         if not codings or any(c not in _DECODABLE for c in codings):
-            return None  # nothing to do, or an encoding we cannot decode: keep raw
+            return None  # nothing to do, or a token that is no coding ("utf-8"): keep raw, as browsers do
         return cls(codings, cap)
 
     def _push(self, data: bytes, start: int) -> None:

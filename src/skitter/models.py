@@ -137,6 +137,13 @@ class FetchResult:
                 return v
         return None
 
+    def header_lines(self, name: str) -> str | None:
+        """Every value of the header ``name``, one a line (None: there is none): for a field
+        that may be repeated, such as X-Robots-Tag, whose field lines all count (RFC 9110 5.3)."""
+        name = name.lower()
+        values = [v for k, v in self.headers if k.lower() == name]
+        return "\n".join(v.replace("\n", " ") for v in values) if values else None
+
     @property
     def content_type(self) -> str | None:
         value = self.header("content-type")

@@ -232,28 +232,38 @@ _DIRECTIVES_WITH_VALUE = frozenset({
 _SPLIT_DIRECTIVES = re.compile(r"[,;]")
 
 
-def parse_robots_directives(value: str | None) -> tuple[bool, bool]:
-    """``(noindex, nofollow)`` from a meta robots ``content`` or an X-Robots-Tag value.
+def parse_robots_directives(value: str | None, agent: str | None = None) -> tuple[bool, bool]:
+    """``(noindex, nofollow)`` from a meta robots ``content`` or X-Robots-Tag values.
 
     Directives are comma-separated (semicolons and spaces are tolerated too), case-
     insensitive; ``none`` means both. An X-Robots-Tag part may be prefixed by a user
-    agent (``googlebot: noindex``); such parts are honoured whatever the agent.
+    agent (``googlebot: noindex``): with ``agent`` (our product token) given, such a part and
+    the parts after it in the same header apply only if the prefix is ``agent`` (Google's
+    X-Robots-Tag rules); without it, whatever the prefix. ``value`` may hold several header
+    values, one a line (repeated header fields, RFC 9110 5.3): a prefix holds within its line.
     """
     if not value:
         return False, False
+    agent = agent.lower() if agent else None
     noindex = nofollow = False
-    for part in _SPLIT_DIRECTIVES.split(value.lower()):
-        if ":" in part:
-            head, rest = part.split(":", 1)
-            if head.strip() not in _DIRECTIVES_WITH_VALUE:
-                part = rest  # "agent: directive ..."
-        for word in part.split():
-            if word == "noindex":
-                noindex = True
-            elif word == "nofollow":
-                nofollow = True
-            elif word == "none":
-                noindex = nofollow = True
+    for line in value.lower().split("\n"):
+        applies = True
+        for part in _SPLIT_DIRECTIVES.split(line):
+            if ":" in part:
+                head, rest = part.split(":", 1)
+                head = head.strip()
+                if head not in _DIRECTIVES_WITH_VALUE:
+                    part = rest  # "agent: directive ..."
+                    applies = agent is None or head == agent
+            if not applies:
+                continue
+            for word in part.split():
+                if word == "noindex":
+                    noindex = True
+                elif word == "nofollow":
+                    nofollow = True
+                elif word == "none":
+                    noindex = nofollow = True
     return noindex, nofollow
 
 
@@ -852,7 +862,7 @@ def _parse(body: bytes, url: str, content_type: str | None, x_robots_tag: str | 
     header_noindex, header_nofollow = False, False
     encoding = None
     try:
-        header_noindex, header_nofollow = parse_robots_directives(x_robots_tag)
+        header_noindex, header_nofollow = parse_robots_directives(x_robots_tag, user_agent_token)
         text, encoding = decode_body(body, content_type)
         if encoding == "utf-8" and body[:3] != b"\xef\xbb\xbf" and isinstance(body, bytes):
             data = body  # lexbor decodes UTF-8 itself (with replacement, like we do)
@@ -872,6 +882,7 @@ def _parse(body: bytes, url: str, content_type: str | None, x_robots_tag: str | 
 
         noindex, nofollow = header_noindex, header_nofollow
         ua = (user_agent_token or "").strip().lower()
+        refresh: str | None = None
         for attrs in w.metas:
             name = (attrs.get("name") or "").strip().lower()
             if not name:
@@ -879,6 +890,8 @@ def _parse(body: bytes, url: str, content_type: str | None, x_robots_tag: str | 
                 if page.lang is None and equiv == "content-language":
                     first = (attrs.get("content") or "").split(",")[0]
                     page.lang = _collapse(first).lower() or None
+                elif equiv == "refresh" and refresh is None:
+                    refresh = refresh_url(attrs.get("content") or "")
                 continue
             content = attrs.get("content") or ""
             if name == "description":
@@ -904,10 +917,47 @@ def _parse(body: bytes, url: str, content_type: str | None, x_robots_tag: str | 
         if w.canonical_href is not None:
             page.canonical = _canonicalize_or_none(_resolve(base, w.canonical_href))
         page.links = _build_links(w, page_canon, base, nofollow, link_context)
+        if refresh:   # a meta refresh navigates to its URL: a link like any other (as Heritrix has it)
+            target = _canonicalize_or_none(_resolve(base, refresh))
+            if target is not None and target != page_canon and all(link.url != target for link in page.links):
+                page.links.append(Link(target, nofollow=nofollow))
         return page, (_cut(w.text, w.boiler) if want_main else None)
     except Exception:  # a bug, not bad input: say so, but never take the crawl down
         log.warning("parse failed for %s", url, exc_info=True)
         return Page(noindex=header_noindex, nofollow=header_nofollow, encoding=encoding), None
+
+
+_HTML_SPACE = " \t\n\f\r"
+
+
+def refresh_url(content: str) -> str | None:
+    """The URL of a ``<meta http-equiv=refresh content=...>`` (the HTML standard's shared
+    declarative refresh steps: a time, then ``;`` or ``,``, then ``url=`` and the URL, maybe
+    quoted), or None when it names none (a plain reload) or is not a refresh."""
+    s = content.lstrip(_HTML_SPACE)
+    i = 0
+    while i < len(s) and s[i] in "0123456789":
+        i += 1
+    if i == 0 and not s.startswith("."):
+        return None
+    while i < len(s) and s[i] in "0123456789.":
+        i += 1
+    rest = s[i:]
+    if rest and rest[0] not in ";," + _HTML_SPACE:
+        return None
+    rest = rest.lstrip(_HTML_SPACE)
+    if rest[:1] in (";", ","):
+        rest = rest[1:].lstrip(_HTML_SPACE)
+    if rest[:3].lower() == "url":
+        after = rest[3:].lstrip(_HTML_SPACE)
+        if after[:1] == "=":
+            rest = after[1:].lstrip(_HTML_SPACE)
+    if rest[:1] in ("'", '"'):
+        quote, rest = rest[0], rest[1:]
+        end = rest.find(quote)
+        rest = rest if end < 0 else rest[:end]
+    url = rest.strip(_HTML_SPACE)
+    return url or None
 
 
 def _resolve(base: str, href: str) -> str | None:

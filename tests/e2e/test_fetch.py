@@ -527,8 +527,12 @@ def test_decoder_bad_and_truncated_streams() -> None:
 def test_decoder_chain_and_unknown() -> None:
     inner = zlib.compress(TEXT)
     assert decode("deflate, gzip", gzip.compress(inner)) == TEXT
-    assert _Decoder.for_headers(["br"], MIB) is None
-    assert _Decoder.for_headers(["gzip, br"], MIB) is None
+    # a compression the request did not accept: the body is unreadable, an error
+    for values in (["br"], ["gzip, br"], ["gzip", "zstd"]):
+        with pytest.raises(ProtocolError, match="content-encoding"):
+            _Decoder.for_headers(values, MIB)
+    # a token that is no coding at all ("utf-8", as misconfigured servers send): the body as sent
+    assert _Decoder.for_headers(["utf-8"], MIB) is None
     assert _Decoder.for_headers(["identity"], MIB) is None
     assert _Decoder.for_headers([], MIB) is None
 

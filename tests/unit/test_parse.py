@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from skitter import urls
 from skitter.models import Link, Page
-from skitter.parse import decode_body, parse_html, parse_robots_directives, parse_with_main_text
+from skitter.parse import decode_body, parse_html, parse_robots_directives, parse_with_main_text, refresh_url
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "html"
 URL = "https://www.example.com/dir/page.html"
@@ -369,7 +369,14 @@ class TestRobotsInPage:
         ("noindex", (True, False)),
         ("nofollow", (False, True)),
         ("none", (True, True)),
-        ("googlebot: noindex, nofollow", (True, True)),
+        ("googlebot: noindex, nofollow", (False, False)),   # for another crawler (Google's rules)
+        ("skitter: noindex", (True, False)),
+        ("SKITTER: nofollow", (False, True)),
+        ("nofollow, otherbot: noindex", (False, True)),
+        ("otherbot: noindex, skitter: nofollow", (False, True)),
+        ("max-snippet: 20, noindex", (True, False)),
+        ("noarchive\nnofollow", (False, True)),             # two header lines: both count
+        ("otherbot: noindex\nnofollow", (False, True)),     # a prefix holds within its line
         ("noarchive", (False, False)),
         (None, (False, False)),
     ])
@@ -814,3 +821,40 @@ class TestProperties:
     def test_arbitrary_text(self, text, url, robots):
         page = parse_html(text.encode("utf-8", "surrogatepass"), url, x_robots_tag=robots)
         check_page(page, url)
+
+
+# --------------------------------------------------------------------------- meta refresh
+
+class TestMetaRefresh:
+    @pytest.mark.parametrize("content,expected", [
+        ("0; url=/next", "/next"),
+        ("0;URL=/next", "/next"),
+        ("5, url = 'quoted page.html' trailing", "quoted page.html"),
+        ('3;url="/q"', "/q"),
+        ("0; /bare", "/bare"),
+        ("  2.5 ; url=http://a.test/", "http://a.test/"),
+        ("10", None),          # a plain reload
+        ("0;", None),
+        ("url=/x", None),      # no time: not a refresh (HTML standard)
+        ("0x; url=/x", None),
+        ("", None),
+    ])
+    def test_refresh_url(self, content, expected):
+        assert refresh_url(content) == expected
+
+    @given(st.text(max_size=40))
+    def test_never_raises(self, content):
+        refresh_url(content)
+
+    def test_the_refresh_target_is_a_link(self):
+        page = parse(doc('<a href="/a">a</a>', '<meta http-equiv="Refresh" content="0; URL=moved.html">'))
+        assert [link.url for link in page.links] == [urls.canonicalize("https://www.example.com/a"),
+                                                     urls.canonicalize("https://www.example.com/dir/moved.html")]
+
+    def test_a_refresh_to_itself_or_to_a_link_already_there_adds_nothing(self):
+        assert len(parse(doc('<a href="/a">a</a>', '<meta http-equiv="refresh" content="0; url=/a">')).links) == 1
+        assert parse(doc("", '<meta http-equiv="refresh" content="30">')).links == []
+
+    def test_nofollow_holds_for_the_refresh_target(self):
+        page = parse(doc("", '<meta name="robots" content="nofollow"><meta http-equiv="refresh" content="0;url=/b">'))
+        assert [link.nofollow for link in page.links] == [True]

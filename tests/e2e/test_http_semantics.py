@@ -1,0 +1,91 @@
+"""End-to-end: what a hold-out tester's standards sweep found, on a real server and a real crawl.
+
+- X-Robots-Tag sent twice (``noarchive``, then ``nofollow``): both field lines count (RFC 9110
+  5.3); only the first was read, and the page's links were followed.
+- ``X-Robots-Tag: otherbot: noindex, nofollow`` is for another crawler (Google's X-Robots-Tag
+  rules, as ``<meta name="otherbot">`` already was): it was applied to skitter.
+- ``<meta http-equiv="refresh" content="0; url=...">`` navigates: its target was never fetched.
+- A body in a compression skitter did not accept (``Content-Encoding: br``) was stored as a 200
+  HTML page of compressed bytes, with no error: it is now a protocol error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from aiohttp import web
+
+from sites import Hit, ThreadedServer, skitter
+
+
+def html(title: str, body: str, head: str = "") -> str:
+    return f"<!doctype html><html><head><title>{title}</title>{head}</head><body>{body}</body></html>"
+
+
+PAGES: dict[str, tuple[list[tuple[str, str]], str]] = {
+    "/": ([], html("Home", '<a href="/xrt-multi">m</a> <a href="/xrt-other">o</a> <a href="/xrt-ours">s</a>'
+                           ' <a href="/refresh">r</a> <a href="/br">b</a>')),
+    "/xrt-multi": ([("X-Robots-Tag", "noarchive"), ("X-Robots-Tag", "nofollow")],
+                   html("Multi", '<p>quillwort</p><a href="/child-multi">c</a>')),
+    "/xrt-other": ([("X-Robots-Tag", "otherbot: noindex, nofollow")],
+                   html("Other", '<p>bladderwrack</p><a href="/child-other">c</a>')),
+    "/xrt-ours": ([("X-Robots-Tag", "otherbot: none"), ("X-Robots-Tag", "skitter: noindex")],
+                  html("Ours", '<p>sphagnum</p><a href="/child-ours">c</a>')),
+    "/refresh": ([], html("Moved", "<p>this page has moved</p>",
+                          '<meta http-equiv="refresh" content="0; URL=\'/refreshed\'">')),
+    "/refreshed": ([], html("Refreshed", "<p>you arrived</p>")),
+    "/child-multi": ([], html("Child", "<p>child</p>")),
+    "/child-other": ([], html("Child", "<p>child</p>")),
+    "/child-ours": ([], html("Child", "<p>child</p>")),
+}
+
+
+class Site(ThreadedServer):
+    what = "semantics site"
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        t0 = time.time()
+        if request.path == "/robots.txt":
+            resp = web.Response(text="User-agent: *\nAllow: /\n")
+        elif request.path == "/br":
+            # bytes in a coding the request did not accept (Accept-Encoding: gzip, deflate)
+            resp = web.Response(body=os.urandom(300), headers={"Content-Type": "text/html", "Content-Encoding": "br"})
+        elif request.path in PAGES:
+            headers, body = PAGES[request.path]
+            resp = web.Response(text=body, content_type="text/html")
+            for k, v in headers:
+                resp.headers.add(k, v)
+        else:
+            resp = web.Response(status=404, text="not found")
+        await resp.prepare(request)
+        await resp.write_eof()
+        with self._lock:
+            self.log.append(Hit(t0, time.time(), request.path, resp.status))
+        return resp
+
+
+def test_header_directives_meta_refresh_and_an_unaccepted_coding(tmp_path) -> None:
+    out = tmp_path / "c"
+    with Site() as site:
+        res = skitter("crawl", site.base + "/", "-o", str(out), "--delay", "0", "--quiet")
+        assert res.returncode == 0, res.stderr
+        asked = {h.path for h in site.log}
+    records = {r["url"].split(str(site.port), 1)[1]: r
+               for r in map(json.loads, skitter("export", str(out), "--format", "jsonl").stdout.splitlines())}
+    # both X-Robots-Tag lines count: nofollow from the second
+    assert records["/xrt-multi"]["nofollow"] is True and "/child-multi" not in asked
+    # another crawler's directives are not ours; ours are, beside another's
+    assert records["/xrt-other"]["noindex"] is False and records["/xrt-other"]["nofollow"] is False
+    assert "/child-other" in asked
+    assert records["/xrt-ours"]["noindex"] is True and records["/xrt-ours"]["nofollow"] is False
+    assert "/child-ours" in asked
+    # the meta refresh's target is fetched
+    assert "/refreshed" in asked and records["/refreshed"]["status"] == 200
+    # the brotli body is an error, not a page of compressed bytes
+    assert records["/br"]["error"].startswith("protocol: content-encoding br"), records["/br"]
+    # and search agrees: the other crawler's noindex did not hide the page, ours hid it
+    hits = lambda q: [json.loads(h)["url"] for h in skitter("search", str(out), q, "--json").stdout.splitlines()]  # noqa: E731
+    assert [u.rsplit("/", 1)[1] for u in hits("bladderwrack")] == ["xrt-other"]
+    assert hits("sphagnum") == []
