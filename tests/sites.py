@@ -30,6 +30,7 @@ class ThreadedServer:
 
     methods = "GET"
     what = "server"
+    host = "127.0.0.1"   # a subclass may listen on another loopback address (another host to a crawler)
 
     def __init__(self) -> None:
         self.log: list[Hit] = []
@@ -39,7 +40,7 @@ class ThreadedServer:
 
     @property
     def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         raise NotImplementedError
@@ -51,7 +52,7 @@ class ThreadedServer:
         app.router.add_route(self.methods, "/{tail:.*}", self._handle)
         runner = web.AppRunner(app, access_log=None)
         loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, self.host, 0)
         loop.run_until_complete(site.start())
         self.port = site._server.sockets[0].getsockname()[1]
         self._started.set()

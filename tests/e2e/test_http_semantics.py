@@ -89,3 +89,48 @@ def test_header_directives_meta_refresh_and_an_unaccepted_coding(tmp_path) -> No
     hits = lambda q: [json.loads(h)["url"] for h in skitter("search", str(out), q, "--json").stdout.splitlines()]  # noqa: E731
     assert [u.rsplit("/", 1)[1] for u in hits("bladderwrack")] == ["xrt-other"]
     assert hits("sphagnum") == []
+
+
+class CrossSite(ThreadedServer):
+    """Host A (127.0.0.1) names in its robots.txt a sitemap on host B (127.0.0.2), which lists a page
+    of A that nothing links to (sitemaps.org: "Sitemaps & Cross Submits")."""
+
+    def __init__(self, host: str, pages: dict[str, tuple[str, str]]) -> None:
+        super().__init__()
+        self.host, self.pages = host, pages
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        t0 = time.time()
+        ctype, body = self.pages.get(request.path, ("text/plain", ""))
+        resp = web.Response(text=body, content_type=ctype, status=200 if request.path in self.pages else 404)
+        await resp.prepare(request)
+        await resp.write_eof()
+        with self._lock:
+            self.log.append(Hit(t0, time.time(), request.path, resp.status))
+        return resp
+
+
+def test_a_sitemap_robots_txt_names_on_another_host_is_read(tmp_path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    b = CrossSite("127.0.0.2", {})
+    a = CrossSite("127.0.0.1", {"/": ("text/html", html("Home", "<p>nothing linked</p>")),
+                                "/from-cross": ("text/html", html("Listed", "<p>only in a sitemap</p>"))})
+    with a, b:
+        a.pages["/robots.txt"] = ("text/plain", f"User-agent: *\nAllow: /\nSitemap: {b.base}/cross.xml\n")
+        b.pages["/cross.xml"] = ("application/xml", '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/'
+                                 f'schemas/sitemap/0.9"><url><loc>{a.base}/from-cross</loc></url></urlset>')
+        proc = subprocess.Popen([sys.executable, "-m", "skitter", "crawl", a.base + "/", "-o", str(tmp_path / "c"),
+                                 "--delay", "0", "--recrawl", "--rate", "5", "--quiet"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and "/from-cross" not in {h.path for h in a.log}:
+                time.sleep(0.2)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=60)
+        assert "/cross.xml" in {h.path for h in b.log}
+        assert "/from-cross" in {h.path for h in a.log}

@@ -571,12 +571,14 @@ class Recrawl:
         origin = url.split("/", 3)
         base = "/".join(origin[:3])
         wanted = []
-        for raw in [*lines, base + "/sitemap.xml"]:
+        for i, raw in enumerate([*lines, base + "/sitemap.xml"]):
             try:
                 sitemap = canonicalize(raw.strip())
             except URLError:
                 continue
-            if sitemap not in wanted and self._admit(sitemap, 0):
+            # a robots.txt may name a sitemap on another host (sitemaps.org's cross-submits): it
+            # is read wherever it is, and its URLs pass the scope test one by one
+            if sitemap not in wanted and (i < len(lines) or self._admit(sitemap, 0)):
                 wanted.append(sitemap)
         out = []
         for sitemap in wanted:
@@ -601,7 +603,9 @@ class Recrawl:
         children = []
         if self.db.sitemaps_of(base) < MAX_SITEMAPS_PER_ORIGIN:
             for child in sm.sitemaps:
-                if self._admit(child.loc, 0) and self.db.add_sitemap(child.loc, base):
+                # (an index's sitemaps on its own host are read, as it was, whatever the scope)
+                same = child.loc.split("/", 3)[:3] == cand.url.split("/", 3)[:3]
+                if (same or self._admit(child.loc, 0)) and self.db.add_sitemap(child.loc, base):
                     children.append(Candidate(url=child.loc, depth=0, priority=1.0))
         entries = [e for e in sm.entries if self._admit(e.loc, 1)]
         self.db.add_hints([(fingerprint(e.loc), e.changefreq, e.lastmod) for e in entries
