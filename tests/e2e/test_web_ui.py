@@ -211,6 +211,15 @@ def test_search_paginate_advanced_and_errors(demo, page):
         assert page.locator("#query-error").count() == 0
         shot(page, "advanced_" + op.split("/")[0].lower())
 
+    # a page past the last goes to the last (it showed "page 999 of 3" and no results); a page
+    # that is no number is an error (it was page 1 without a word)
+    page.goto(demo.base + "/search?q=keel&page=999")
+    last = page.inner_text("#summary")
+    assert page.url.endswith("page=" + last.split(" of ")[1].split()[0]) and hit_count(page) > 0
+    for bad in ("abc", "-1", "0"):
+        resp = page.goto(demo.base + "/search?q=keel&page=" + bad)
+        assert resp.status == 400 and "pages are numbered" in page.inner_text("#query-error")
+
     resp = page.goto(demo.base + "/search?q=" + "(keel%20OR%20hull")
     assert resp.status == 400
     err = page.inner_text("#query-error")
@@ -273,7 +282,9 @@ def test_crawled_markup_is_shown_not_run(hostile, page):
 
 def test_crawl_page_stats_and_plots(demo, page):
     page.goto(demo.base + "/crawl")
-    assert page.locator('meta[http-equiv="refresh"]').get_attribute("content") == "5"
+    # the crawl is over: the page says so and does not refresh itself (it did every 5 s)
+    assert page.locator('meta[http-equiv="refresh"]').count() == 0
+    assert "not running" in page.inner_text("#over")
     stats = page.inner_text("#stats")
     for key in ("URLs fetched", "pages", "statuses", "top hosts", "URLs seen", "URLs still queued",
                 "near duplicates", "pages/s"):

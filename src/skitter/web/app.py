@@ -172,10 +172,11 @@ def create_app(directory: Path | str | None, labels=None, topic: str | None = No
         q = request.query_params.get("q", "")
         if not q.strip():
             return RedirectResponse("/", status_code=303)
-        try:
-            n = max(1, int(request.query_params.get("page", "1")))
-        except ValueError:
-            n = 1
+        raw = request.query_params.get("page", "1").strip()
+        if not raw.isdigit() or int(raw) < 1:
+            return page(request, "search.html", 400, q=q, res=None,
+                        error=f"page {raw!r}: pages are numbered 1, 2, 3, …")
+        n = int(raw)
         try:
             res = searcher().search(q, limit=PER_PAGE, page=n)
         except QuerySyntaxError as exc:
@@ -183,6 +184,8 @@ def create_app(directory: Path | str | None, labels=None, topic: str | None = No
         except (SkitterError, sqlite3.Error) as exc:
             local.searcher = None
             return page(request, "search.html", 503, q=q, res=None, error=str(exc))
+        if n > 1 and n > res.pages:   # past the last page (a stale link): the last one
+            return RedirectResponse("/search?" + urlencode({"q": q, "page": max(1, res.pages)}), status_code=303)
         first = max(1, min(res.page - 4, res.pages - 8))
         nav = list(range(first, min(res.pages, first + 8) + 1))
         link = lambda p: "/search?" + urlencode({"q": q, "page": p})  # noqa: E731
@@ -292,7 +295,11 @@ def create_app(directory: Path | str | None, labels=None, topic: str | None = No
             except (SkitterError, sqlite3.Error) as exc:
                 error = f"cannot evaluate the crawl: {exc}"
         shown = [] if directory is None else list(plots.PLOTS) + (list(plots.RECRAWL_PLOTS) if recrawl else [])
-        return page(request, "crawl.html", rows=rows, error=error, refresh=REFRESH_SECONDS, plots=shown, ev=ev,
+        # a crawl that is over no longer changes: the page refreshes only while it runs (or a
+        # cluster's crawl is still on)
+        live = (s or {}).get("state") == "running" or bool(c and not c.get("finished")) or bool(cluster_error)
+        return page(request, "crawl.html", rows=rows, error=error, refresh=REFRESH_SECONDS if live else None,
+                    plots=shown, ev=ev,
                     cluster=c, cluster_line=cluster_lines(c)[0] if c else None, cluster_error=cluster_error)
 
     def evaluation():
