@@ -83,6 +83,7 @@ class Page:
     nofollow: bool = False
     lang: str | None = None
     encoding: str | None = None
+    main_start: int | None = None   # where the main text starts in ``text`` (None: not looked for)
 
     @property
     def outlinks(self) -> int:

@@ -857,6 +857,21 @@ def _cut(text: str, ranges: list[tuple[int, int]]) -> str | None:
     return main if any(c.isalnum() for c in main) else None
 
 
+def _main_start(text: str, ranges: list[tuple[int, int]]) -> int:
+    """Where the first piece of main text starts: the first letter or digit of ``text`` outside
+    the boilerplate ``ranges`` (disjoint, in order); 0 when there is none."""
+    prev = 0
+    for start, end in [*ranges, (len(text), len(text))]:
+        m = _ALNUM.search(text, prev, start) if start > prev else None
+        if m is not None:
+            return m.start()
+        prev = max(prev, end)
+    return 0
+
+
+_ALNUM = re.compile(r"[^\W_]")
+
+
 def _parse(body: bytes, url: str, content_type: str | None, x_robots_tag: str | None,
            user_agent_token: str, want_main: bool, link_context: bool = True) -> tuple[Page, str | None]:
     header_noindex, header_nofollow = False, False
@@ -921,6 +936,8 @@ def _parse(body: bytes, url: str, content_type: str | None, x_robots_tag: str | 
             target = _canonicalize_or_none(_resolve(base, refresh))
             if target is not None and target != page_canon and all(link.url != target for link in page.links):
                 page.links.append(Link(target, nofollow=nofollow))
+        if want_main:
+            page.main_start = _main_start(w.text, w.boiler)
         return page, (_cut(w.text, w.boiler) if want_main else None)
     except Exception:  # a bug, not bad input: say so, but never take the crawl down
         log.warning("parse failed for %s", url, exc_info=True)

@@ -83,9 +83,10 @@ def test_a_schema_1_directory_is_migrated_on_open(tmp_path, readonly):
     _v1_directory(tmp_path)
     db = CrawlDB(tmp_path, readonly=readonly)   # a reader migrates it once too
     c = db.conn
-    assert db.get_meta("schema_version") == SCHEMA_VERSION == 3
+    assert db.get_meta("schema_version") == SCHEMA_VERSION == 4
     cols = {r[1] for r in c.execute("PRAGMA table_info(urls)")}
-    assert {"due", "revisit"} <= cols and "main_hash" in {r[1] for r in c.execute("PRAGMA table_info(pages)")} and "response_time" in {r[1] for r in c.execute("PRAGMA table_info(fetches)")}
+    assert {"main_hash", "main_start"} <= {r[1] for r in c.execute("PRAGMA table_info(pages)")}
+    assert {"due", "revisit"} <= cols and "response_time" in {r[1] for r in c.execute("PRAGMA table_info(fetches)")}
     indexes = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert {"urls_ready", "urls_due"} <= indexes and not {"urls_queued", "links_dst"} & indexes
     assert c.execute("SELECT 1 FROM sqlite_master WHERE name = 'near_fps'").fetchone() is None

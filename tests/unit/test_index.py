@@ -933,3 +933,24 @@ def test_the_live_indexer_keeps_up_and_the_last_update_gives_the_rebuilds_index(
         return {fp: cols[:a] + (sorted(cols[a].split()),) + cols[a + 1:] for fp, cols in r.items()}
 
     assert anchors_sorted(rows) == anchors_sorted(want)
+
+
+def test_a_snippet_comes_from_the_main_text_not_the_menu():
+    """A documentation site's menu names the query's words on every page ("Monitoring garbage
+    collection"): the snippet came from the menu, and a filter-only query showed the menu. With
+    the page's main_start (where the boilerplate rules found the content to start) the content's
+    window is shown, unless only the menu has the words."""
+    from skitter.search.snippets import snippet
+
+    menu = "Docs Install Configure Monitoring garbage collection Tuning log rotation API reference "
+    body = ("When the heap grows past its limit the runtime starts a garbage collection cycle, and "
+            "the threads pause briefly before they resume their work. " + "Filler words follow here. " * 20)
+    text = menu + body
+    plain, _, n = snippet(text, {"garbag", "collect"}, main_start=len(menu))
+    assert n == 2 and "Monitoring" not in plain and "Install" not in plain, plain
+    assert snippet(text, {"garbag", "collect"})[0].startswith("Docs Install")   # without it: the menu
+    assert snippet(text, set(), main_start=len(menu))[0].startswith("… When the heap")
+    # a word only the menu has: the menu's window, as before
+    assert "**rotation**" in snippet(text, {"rotat"}, main_start=len(menu))[0]
+    # a main_start past the text (a page cut short) is ignored
+    assert snippet(text, set(), main_start=10**6)[0].startswith("Docs")

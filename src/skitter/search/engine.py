@@ -300,18 +300,21 @@ class Searcher:
             f"SELECT fp, url, title, date, host FROM docs WHERE fp IN ({marks})", fps)}
         texts: dict[int, tuple] = {}
         if snippets:
-            try:
-                texts = {r[0]: r for r in self.crawl.execute(
-                    f"SELECT fp, text, description FROM pages WHERE fp IN ({marks})", fps)}
-            except sqlite3.Error:
-                texts = {}
+            # (a crawl directory of schema 3, not opened by a writer since, has no main_start)
+            for main in ("main_start", "NULL"):
+                try:
+                    texts = {r[0]: r for r in self.crawl.execute(
+                        f"SELECT fp, text, description, {main} FROM pages WHERE fp IN ({marks})", fps)}
+                    break
+                except sqlite3.Error:
+                    texts = {}
         hits = []
         for i, ((tier, negscore, fp, s, _fam, pr), dups, *_) in enumerate(window):
             _, url, title, date, host = docs[fp]
             plain = markup = ""
             if snippets:
-                _, text, desc = texts.get(fp, (fp, None, None))
-                plain, markup, n = snippet(page_text(text), stems)
+                _, text, desc, main_start = texts.get(fp, (fp, None, None, 0))
+                plain, markup, n = snippet(page_text(text), stems, main_start=main_start)
                 if n == 0 and desc:
                     dp, dm, dn = snippet(desc, stems)
                     if dn:

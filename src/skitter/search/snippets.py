@@ -109,8 +109,14 @@ def _candidates(stems: frozenset[str]) -> re.Pattern | None:
     return re.compile(rf"(?<![^\W_])(?:{alt})[^\W_]*", re.IGNORECASE)
 
 
-def snippet(text: str | None, stems: set[str] | frozenset[str], width: int = WIDTH) -> tuple[str, str, int]:
+def snippet(text: str | None, stems: set[str] | frozenset[str], width: int = WIDTH,
+            main_start: int | None = 0) -> tuple[str, str, int]:
     """The best window of ``text`` for ``stems``: (plain, html, number of hits in it).
+
+    ``main_start``: where the page's main text starts (``pages.main_start``: after the menus and
+    side bars at its top). The windows from the main text's hits come first (every page of a
+    site names the query's words in its menu when it names them at all), and a query with no
+    words (filters only) shows the main text's start, not the menu.
 
     Only the words that can be hits are looked at one by one (a regex of the stems' prefixes
     finds them), so a snippet costs about one regex scan of the page, not one stem per word."""
@@ -143,18 +149,22 @@ def snippet(text: str | None, stems: set[str] | frozenset[str], width: int = WID
                 text, cut = whole[lo:lo + MAX_TEXT], True
                 hits = [(m.start(), m.end()) for m in rx.finditer(text) if is_hit(m.group())]
     span = width * _AVG_WORD
-    start_char = 0
+    main = main_start if main_start and not cut and main_start < len(text) else 0
+    start_char = main
     if hits:
-        starts = [h[0] for h in hits]
-        names = [text[a:b].lower() for a, b in hits]
+        pool = [h for h in hits if h[0] >= main] or hits
+        starts = [h[0] for h in pool]
+        names = [text[a:b].lower() for a, b in pool]
         best = (-1, -1)
-        for i, (a, _) in enumerate(hits):
+        for i, (a, _) in enumerate(pool):
             j = bisect.bisect_left(starts, a + span, i)
             key = (len(set(names[i:j])), j - i)
             if key > best:
                 best, start_char = key, a
         # a few words of lead-in before the first hit of the window
-        lead = [m.start() for m in _WORD.finditer(text, max(0, start_char - LEAD * 16), start_char)]
+        # (not from the menu before the main text when the window is in it)
+        floor = main if start_char >= main else 0
+        lead = [m.start() for m in _WORD.finditer(text, max(floor, start_char - LEAD * 16), start_char)]
         start_char = lead[-LEAD] if len(lead) >= LEAD else (lead[0] if lead else start_char)
         if start_char <= LEAD * 16 and not _WORD.search(text, 0, start_char):
             start_char = 0

@@ -243,10 +243,10 @@ class CrawlStore:
         self.db.ensure_tx()
         conn.execute(
             "INSERT OR REPLACE INTO pages (fp, url, title, description, keywords, headings, text, lang, encoding,"
-            " last_modified, etag, main_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " last_modified, etag, main_hash, main_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (fp, url, page.title, page.description, page.keywords, "\n".join(page.headings),
              pack_text(page.text) if text is None else text, page.lang, page.encoding, last_modified, etag,
-             main_hash))
+             main_hash, page.main_start))
         links = page.links
         if again:
             now = {link.url for link in links}

@@ -64,7 +64,7 @@ from collections.abc import Iterator
 
 from ..errors import CrawlDirError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 DB_NAME = "crawl.db"
 
 SCHEMA = """
@@ -125,7 +125,7 @@ CREATE TABLE IF NOT EXISTS pages (
     fp INTEGER NOT NULL UNIQUE,
     url TEXT NOT NULL,
     title TEXT, description TEXT, keywords TEXT, headings TEXT, text TEXT,
-    lang TEXT, encoding TEXT, last_modified TEXT, etag TEXT, main_hash TEXT
+    lang TEXT, encoding TEXT, last_modified TEXT, etag TEXT, main_hash TEXT, main_start INTEGER
 );
 CREATE TABLE IF NOT EXISTS links (
     src INTEGER NOT NULL,
@@ -481,4 +481,10 @@ def _v2_to_v3(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE pages ADD COLUMN main_hash TEXT")
 
 
-MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}   # from version -> the step to the next
+def _v3_to_v4(conn: sqlite3.Connection) -> None:
+    """pages.main_start: where the page's main text starts in ``text`` (after the menus and side
+    bars the boilerplate rules found), so that snippets come from the content; null before."""
+    conn.execute("ALTER TABLE pages ADD COLUMN main_start INTEGER")
+
+
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}   # from version -> the step to the next
