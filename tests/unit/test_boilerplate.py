@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import time
 
 from hypothesis import given, settings
@@ -30,7 +32,9 @@ def test_site_chrome_stays_in_the_page_text_and_its_links_but_not_in_the_main_te
     for chrome in ("Topics", "Popular stories", "Copyright"):
         assert chrome not in main and chrome in page_.text
     assert {l.url for l in page_.links} == {"http://example.com/topics", "http://example.com/popular"}
-    assert parse_html(html.encode(), "http://example.com/a", "text/html") == page_   # same page either way
+    # the same page either way, but where the main text starts, which only the one looks for
+    assert page_.main_start == page_.text.index("Heading")
+    assert parse_html(html.encode(), "http://example.com/a", "text/html") == replace(page_, main_start=None)
 
 
 def test_landmarks_near_the_top_of_body_go_deep_ones_stay() -> None:
@@ -140,9 +144,13 @@ def html_soup(draw) -> str:
 @given(html_soup())
 def test_the_main_text_is_the_page_text_with_parts_left_out(soup: str) -> None:
     page_, main = parse_with_main_text(page(soup).encode(), "http://example.com/", "text/html")
-    assert page_ == parse_html(page(soup).encode(), "http://example.com/", "text/html")
+    assert replace(page_, main_start=None) == parse_html(page(soup).encode(), "http://example.com/", "text/html")
     text = iter(page_.text.replace(" ", ""))
     assert all(ch in text for ch in main.replace(" ", ""))   # a subsequence of the page's text
+    # main_start is where the main text's first letter is in the page's text
+    first = next((c for c in (main or "") if c.isalnum()), None)
+    assert page_.main_start is not None
+    assert page_.text[page_.main_start] == first if first is not None else page_.main_start == 0
 
 
 def test_a_hidden_body_is_still_the_page_and_a_hidden_main_is_not() -> None:
