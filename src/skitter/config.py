@@ -95,8 +95,9 @@ class CrawlConfig:
     read_timeout: float = setting(20.0, "seconds of under 1 byte/s (curl's low-speed limit: a stalled or dripping "
         "response) before a read times out (whole seconds: a fraction is rounded up)", at_least=0.001, at_most=DAY)
     total_timeout: float = setting(60.0, "seconds for a whole response", at_least=0.001, at_most=DAY)
-    retries: int = setting(2, "retries (with exponential backoff) after a timeout, refused connection or "
-        "5xx; an unreachable robots.txt is tried as often, 3 times at most (4 s, 16 s, 64 s apart), before its host is disallowed",
+    retries: int = setting(2, "retries (with exponential backoff) after a timeout, a refused or reset connection, "
+        "a body cut short (fewer bytes than its Content-Length, or a reset mid-body: the last attempt's part is kept, "
+        "`WARC-Truncated`), a 5xx or a 429; an unreachable robots.txt is tried as often, 3 times at most (4 s, 16 s, 64 s apart), before its host is disallowed",
         at_least=0, at_most=100)
     max_redirects: int = setting(5, "redirect hops followed from one URL", at_least=0, at_most=100)
     max_pages_per_host: int = setting(0, "page budget per host (0 = no limit)", at_least=0)

@@ -2,7 +2,7 @@
 
 ``decide(candidate, result, analysis, verdict, rules, now)`` gives one :class:`Decision`:
 
-- **retry**: a timeout, a refused connection, a 5xx or a 429, while the candidate has retries
+- **retry**: a timeout, a refused connection, a body cut short, a 5xx or a 429, while the candidate has retries
   left: the URL comes back after an exponential backoff (1, 2, 4 … 60 s), or later if the server
   said so (Retry-After). Nothing is stored.
 - **redirect**: a 3xx with a Location: the target (canonical) becomes a candidate of its own at

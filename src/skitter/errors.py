@@ -113,6 +113,13 @@ class ProtocolError(FetchError):
     code = "protocol"
 
 
+class BodyCutShort(ProtocolError):
+    """The connection ended mid-body (a reset, or fewer bytes than Content-Length): transient
+    like a refused connection, so retried; the last attempt's part is kept (WARC-Truncated)."""
+
+    retryable = True
+
+
 class BodyTooLarge(FetchError):
     code = "too-large"
 

@@ -53,6 +53,7 @@ import pycurl
 from .config import CrawlConfig
 from .errors import (
     BlockedAddress,
+    BodyCutShort,
     BodyTooLarge,
     ConnectError,
     DNSError,
@@ -813,10 +814,10 @@ class Fetcher:
                 return ProtocolError(_one_line(f"bad body: {message}"))
             detail = _os_detail(exc.os_errno)
             if got_status:
-                return ProtocolError(f"connection lost mid-body: {detail}")
+                return BodyCutShort(f"connection lost mid-body: {detail}")
             return ConnectError(detail)
         if code == 18:  # CURLE_PARTIAL_FILE
-            return ProtocolError("server disconnected mid-body")
+            return BodyCutShort("server disconnected mid-body")
         if code in _TLS_CODES:
             return TLSError(_one_line(message))
         if code in (5, 6):  # proxy / host resolution (not reached: names are pinned)

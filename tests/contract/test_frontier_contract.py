@@ -109,6 +109,8 @@ class HostModel:
     crawl_delay: float = 0.0
     starts: int = 0                # the token of the latest start
     before: float = float("-inf")  # ``due`` before the latest start
+    last_start: float = float("-inf")   # when the latest request started
+    backed_off: float = float("-inf")   # the latest Retry-After's end
 
 
 JUMPS = st.sampled_from([(0.0,), (0.0, 0.0001, 0.001), (0.001,), (0.0, 0.5, 2.0), (0.0, 0.01, 100.0, 10_000.0),
@@ -222,6 +224,7 @@ class FrontierContract(RuleBasedStateMachine):
         hm.active += 1
         hm.starts += 1
         hm.before = hm.due
+        hm.last_start = t
         hm.due = max(hm.due, t + self._gap(hm))
         self.in_flight[c.url] = (c, hm.starts)
         self.handed[c.url] += 1
@@ -237,12 +240,18 @@ class FrontierContract(RuleBasedStateMachine):
         hm.active -= 1
         if outcome.requested:
             if outcome.response_time is not None:
+                # the host's time made again from the new response time: the latest start's gap
+                # and the gap from now, a Retry-After still ahead kept (not the start's reservation)
                 hm.last_elapsed = outcome.response_time
-            hm.due = max(hm.due, t + self._gap(hm))
+                gap = self._gap(hm)
+                hm.due = max(hm.backed_off if hm.backed_off > t else float("-inf"), hm.last_start + gap, t + gap)
+            else:
+                hm.due = max(hm.due, t + self._gap(hm))
         elif token == hm.starts:
             hm.due = hm.before
         if outcome.retry_after:
-            hm.due = max(hm.due, t + min(outcome.retry_after, self.policy.max_retry_after))
+            hm.backed_off = t + min(outcome.retry_after, self.policy.max_retry_after)
+            hm.due = max(hm.due, hm.backed_off)
         if outcome.due is not None:
             self.queued[url] = (c.priority, self.queued.get(url, (0, self._rank_of(url)))[1])
             self.url_due[url] = outcome.due - (self.clock.time() - t)

@@ -287,6 +287,7 @@ def test_malformed_responses(srv: HostileServer, path: str) -> None:
 def test_close_mid_body_keeps_status(srv: HostileServer) -> None:
     r = fetch(srv.raw_url("/close-mid-body"))
     assert r.status == 200 and r.error is not None and r.error.startswith("protocol:")
+    assert r.retryable   # a transient failure like a reset: retried (a hold-out tester lost pages behind one)
 
 
 def test_reset_is_connect_error(srv: HostileServer) -> None:

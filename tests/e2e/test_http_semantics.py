@@ -7,6 +7,8 @@
 - ``<meta http-equiv="refresh" content="0; url=...">`` navigates: its target was never fetched.
 - A body in a compression skitter did not accept (``Content-Encoding: br``) was stored as a 200
   HTML page of compressed bytes, with no error: it is now a protocol error.
+- A body cut short by the server (fewer bytes than its Content-Length) was never fetched again, and
+  the pages only it linked were lost: it is retried like a reset.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def html(title: str, body: str, head: str = "") -> str:
 
 PAGES: dict[str, tuple[list[tuple[str, str]], str]] = {
     "/": ([], html("Home", '<a href="/xrt-multi">m</a> <a href="/xrt-other">o</a> <a href="/xrt-ours">s</a>'
-                           ' <a href="/refresh">r</a> <a href="/br">b</a>')),
+                           ' <a href="/refresh">r</a> <a href="/br">b</a> <a href="/cut-once">c</a>')),
     "/xrt-multi": ([("X-Robots-Tag", "noarchive"), ("X-Robots-Tag", "nofollow")],
                    html("Multi", '<p>quillwort</p><a href="/child-multi">c</a>')),
     "/xrt-other": ([("X-Robots-Tag", "otherbot: noindex, nofollow")],
@@ -36,6 +38,8 @@ PAGES: dict[str, tuple[list[tuple[str, str]], str]] = {
     "/refresh": ([], html("Moved", "<p>this page has moved</p>",
                           '<meta http-equiv="refresh" content="0; URL=\'/refreshed\'">')),
     "/refreshed": ([], html("Refreshed", "<p>you arrived</p>")),
+    "/cut-once": ([], html("Cut", "<p>" + "long text " * 300 + '</p><a href="/behind-cut">behind</a>')),
+    "/behind-cut": ([], html("Behind", "<p>only the cut page links here</p>")),
     "/child-multi": ([], html("Child", "<p>child</p>")),
     "/child-other": ([], html("Child", "<p>child</p>")),
     "/child-ours": ([], html("Child", "<p>child</p>")),
@@ -52,6 +56,17 @@ class Site(ThreadedServer):
         elif request.path == "/br":
             # bytes in a coding the request did not accept (Accept-Encoding: gzip, deflate)
             resp = web.Response(body=os.urandom(300), headers={"Content-Type": "text/html", "Content-Encoding": "br"})
+        elif request.path == "/cut-once" and not any(h.path == "/cut-once" for h in self.log):
+            # the first answer: its Content-Length, a tenth of the body, and the connection closed
+            body = PAGES["/cut-once"][1].encode()
+            resp = web.StreamResponse(headers={"Content-Type": "text/html", "Content-Length": str(len(body))})
+            await resp.prepare(request)
+            await resp.write(body[:len(body) // 10])
+            with self._lock:
+                self.log.append(Hit(t0, time.time(), request.path, 200))
+            assert request.transport is not None
+            request.transport.close()
+            return resp
         elif request.path in PAGES:
             headers, body = PAGES[request.path]
             resp = web.Response(text=body, content_type="text/html")
@@ -83,6 +98,9 @@ def test_header_directives_meta_refresh_and_an_unaccepted_coding(tmp_path) -> No
     assert "/child-ours" in asked
     # the meta refresh's target is fetched
     assert "/refreshed" in asked and records["/refreshed"]["status"] == 200
+    # the cut body was fetched again, whole, and its link followed
+    assert [h.path for h in site.log].count("/cut-once") == 2 and records["/cut-once"]["error"] is None
+    assert "/behind-cut" in asked
     # the brotli body is an error, not a page of compressed bytes
     assert records["/br"]["error"].startswith("protocol: content-encoding br"), records["/br"]
     # and search agrees: the other crawler's noindex did not hide the page, ours hid it

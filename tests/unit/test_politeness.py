@@ -213,3 +213,54 @@ def test_retry_after_garbage_is_none(value):
 def test_retry_after_never_raises(value):
     result = parse_retry_after(value, NOW)
     assert result is None or result >= 0.0
+
+
+# -- a slow response, then a fast one (a hold-out tester's stalling server) ------------------------
+
+def test_a_fast_response_after_a_slow_one_asks_for_its_own_gap_only():
+    """The start after a 3.6 s response reserved 36 s; its own 0.3 s response then held the host
+    for those 36 s instead of 3 s (every stall cost two long gaps)."""
+    c = clock(delay=0.0, adaptive=10.0)
+    t = NOW
+    c.started(t)
+    c.finished(t + 3.6, 3.6)
+    assert c.next_time == pytest.approx(t + 3.6 + 36.0)
+    t2 = c.next_time
+    c.started(t2)                     # reserves 36 s from the old response time
+    c.finished(t2 + 0.3, 0.3)
+    assert c.next_time == pytest.approx(t2 + 0.3 + 3.0)
+    assert "0.3 s response" in c.why()
+
+
+def test_a_retry_after_outlives_the_remade_time():
+    c = clock(delay=0.0, adaptive=10.0)
+    c.started(NOW)
+    c.back_off(NOW + 0.1, 120.0)      # another request's 503 with Retry-After: 120
+    c.finished(NOW + 0.2, 0.2)
+    assert c.next_time == pytest.approx(NOW + 120.1)
+
+
+def test_with_two_at_once_the_latest_start_keeps_its_gap():
+    c = clock(delay=1.0, adaptive=10.0, per_host=2)
+    c.started(NOW)
+    c.started(NOW + 1.0)              # the second request, a gap later
+    c.finished(NOW + 1.05, 0.05)      # the first one's response: 0.5 s of adaptive delay
+    assert c.next_time == pytest.approx(NOW + 2.05)   # 1 s after the second start, 1 s from now
+    c.finished(NOW + 1.2, 0.02)
+    assert c.next_time == pytest.approx(NOW + 2.2)
+
+
+@given(st.lists(st.tuples(st.floats(0.0, 5.0), st.floats(0.0, 5.0)), min_size=1, max_size=20))
+@settings(max_examples=200, deadline=None)
+def test_one_at_a_time_each_start_waits_the_gap_of_the_response_before_it(steps):
+    """With one request at a time, each start comes at least max(delay, 10 × the last response
+    time) after the last response ended, and never later than that unless a back-off holds it."""
+    c = clock(delay=0.5, adaptive=10.0, max_adaptive=60.0)
+    t = NOW
+    for wait, elapsed in steps:
+        t = max(t, c.next_time) + wait / 10
+        assert c.can_start(t)
+        c.started(t)
+        t += elapsed
+        c.finished(t, elapsed)
+        assert c.next_time == pytest.approx(t + max(0.5, min(10 * elapsed, 60.0)))
