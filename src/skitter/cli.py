@@ -164,24 +164,43 @@ def run_crawl(directory: Path, config: CrawlConfig, *, quiet: bool = False, titl
     return summary
 
 
-def _progress(crawler, title: str):
-    from rich.table import Table
+class _Figures:
+    """Progress lines: a bold head and figures, laid out to the terminal's width, each figure
+    whole (a grid of eight columns squeezed at 80 columns blanked some of them)."""
 
+    def __init__(self, rows: list[tuple[str, list[str]]]) -> None:
+        self.rows = rows
+
+    def __rich_console__(self, console, options):
+        from rich.text import Text
+
+        width = max(20, options.max_width)
+        for head, parts in self.rows:
+            line = Text(head, style="bold")
+            for part in parts:
+                if line.cell_len + 2 + len(part) > width and line.plain.strip():
+                    yield line
+                    line = Text("  ")
+                else:
+                    line.append("  ")
+                line.append(part)
+            yield line
+
+
+def _progress(crawler, title: str) -> _Figures:
     s = crawler.stats
     elapsed = time.monotonic() - s.started
-    t = Table.grid(padding=(0, 2))
-    t.add_row(f"[bold]{title}[/bold]", f"{crawler.fetched_total} fetched",
-              f"{s.rate():.1f} pages/s", f"queue {crawler.frontier.queued}",
-              f"in flight {crawler.frontier.in_flight}", f"active hosts {crawler.frontier.active_hosts}",
-              f"errors {s.errors}", f"{elapsed:.0f} s")
+    rows = [(title, [f"{crawler.fetched_total} fetched", f"{s.rate():.1f} pages/s",
+                     f"queue {crawler.frontier.queued}", f"in flight {crawler.frontier.in_flight}",
+                     f"active hosts {crawler.frontier.active_hosts}", f"errors {s.errors}", f"{elapsed:.0f} s"])]
     r = crawler.recrawl
     if r is not None:
         c = r.counters
         fresh = (r.last_plan or {}).get("freshness")
-        t.add_row("[bold]revisiting[/bold]", f"{r.members} pages", f"{c.visits} revisits", f"{c.changes} changed",
-                  f"{c.not_modified} answered 304", f"{c.gone} gone, {c.back} back",
-                  "freshness " + ("-" if fresh is None else f"{fresh:.2f}"), "")
-    return t
+        rows.append(("revisiting", [f"{r.members} pages", f"{c.visits} revisits", f"{c.changes} changed",
+                                    f"{c.not_modified} answered 304", f"{c.gone} gone, {c.back} back",
+                                    "freshness " + ("-" if fresh is None else f"{fresh:.2f}")]))
+    return _Figures(rows)
 
 
 _DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}

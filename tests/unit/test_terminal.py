@@ -70,3 +70,29 @@ def test_stats_prints_a_seed_with_brackets_as_text(tmp_path):
     console.print(render(s))
     out = console.export_text()
     assert "http://x.test/[/b]" in out and "\x1b" not in out
+
+
+def test_the_progress_lines_keep_every_figure_whole_on_a_narrow_terminal():
+    """At 80 columns the eight-column grid blanked "in flight" and "active hosts" and moved a
+    stray figure to a line of its own (a hold-out tester's terminal): each figure now wraps whole."""
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from skitter.cli import _progress
+
+    stats = SimpleNamespace(started=0.0, errors=12, rate=lambda: 123.4)
+    frontier = SimpleNamespace(queued=123456, in_flight=64, active_hosts=32)
+    counters = SimpleNamespace(visits=9876, changes=321, not_modified=55, gone=3, back=1)
+    recrawl = SimpleNamespace(counters=counters, members=20000, last_plan={"freshness": 0.875})
+    crawler = SimpleNamespace(stats=stats, frontier=frontier, fetched_total=45678, recrawl=recrawl)
+    figures = ["45678 fetched", "123.4 pages/s", "queue 123456", "in flight 64", "active hosts 32", "errors 12",
+               "20000 pages", "9876 revisits", "321 changed", "55 answered 304", "3 gone, 1 back", "freshness 0.88"]
+    for width in (200, 80, 40):
+        out = io.StringIO()
+        Console(file=out, width=width, color_system=None).print(_progress(crawler, "skitter crawl"))
+        lines = out.getvalue().splitlines()
+        assert all(len(line) <= width for line in lines)
+        for figure in figures:
+            assert any(figure in line for line in lines), (width, figure, lines)
