@@ -301,9 +301,12 @@ class Crawler:
         if self.recrawl is not None:   # its sitemaps and /sitemap.xml into the frontier
             await self._enqueue(self.recrawl.sitemaps_for(cand.url, rules.sitemaps))
         wait = self.robots.retry_in(cand.url) if rules.reason == "unreachable" else None
+        # robots.txt's response time paces the host's next request like a page's would
+        took = self.robots.response_time(cand.url)
         if wait is not None:
-            return replace(self._held_for_robots(wait), requested=True, crawl_delay=rules.crawl_delay or 0.0)
-        return Outcome(crawl_delay=rules.crawl_delay or 0.0, due=self.clock.time())
+            return replace(self._held_for_robots(wait), requested=True, crawl_delay=rules.crawl_delay or 0.0,
+                           response_time=took)
+        return Outcome(crawl_delay=rules.crawl_delay or 0.0, due=self.clock.time(), response_time=took)
 
     def _held_for_robots(self, wait: float) -> Outcome:
         """A URL of an origin whose robots.txt was unreachable and is tried again in ``wait``

@@ -93,6 +93,7 @@ class RobotsCache:
         self.retry_wait = retry_wait
         self._epoch = epoch    # a Retry-After may be an HTTP date
         self._failures: dict[Origin, int] = {}   # unreachable loads in a row, per origin
+        self._times: dict[Origin, float] = {}      # the server's time for the latest robots.txt request
         self.max_bytes = max_bytes
         self.max_redirects = max_redirects
         self._clock = clock
@@ -149,6 +150,11 @@ class RobotsCache:
 
     # -- internals ------------------------------------------------------------------------
 
+    def response_time(self, url: str) -> float | None:
+        """The server's time for the latest robots.txt request of ``url``'s origin, once (the
+        host's adaptive delay counts it like a page's; None: no answer timed)."""
+        return self._times.pop(origin_of(url), None)
+
     def _lookup(self, origin: Origin) -> RobotsRules | None:
         entry = self._entries.get(origin)
         if entry is None:
@@ -195,6 +201,8 @@ class RobotsCache:
         unavailable = RobotsRules.allow_all("unavailable"), self.expiry, None
         for hop in range(self.max_redirects + 1):
             result = await self._get(url)
+            if hop == 0 and result.response_time is not None:
+                self._times[origin_of(url)] = result.response_time
             status = result.status
             if status is None:
                 return unreachable(result.error)
