@@ -598,6 +598,8 @@ class DuplicateTests:
             if near is not None and self.follow == "new-links":
                 follow = links_worth_following(page.links, self.store.link_targets(match[0][0]))
             near = self._original(near, own)
+            if near is None:   # the family's original after all: its links are followed
+                follow = True
         self.store.add_sketch(self.index._add_set(own, fps))
         return Verdict(near_duplicate_of=near, follow_links=follow)
 

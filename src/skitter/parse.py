@@ -230,6 +230,7 @@ _DIRECTIVES_WITH_VALUE = frozenset({
     "unavailable_after", "max-snippet", "max-image-preview", "max-video-preview",
 })
 _SPLIT_DIRECTIVES = re.compile(r"[,;]")
+_AGENT_NAME = re.compile(r"[a-z][a-z0-9_.\-]*")
 
 
 def parse_robots_directives(value: str | None, agent: str | None = None) -> tuple[bool, bool]:
@@ -252,7 +253,9 @@ def parse_robots_directives(value: str | None, agent: str | None = None) -> tupl
             if ":" in part:
                 head, rest = part.split(":", 1)
                 head = head.strip()
-                if head not in _DIRECTIVES_WITH_VALUE:
+                # a crawler's name, not a directive's value ("max-snippet: 20") nor the tail of
+                # one cut at its comma ("unavailable_after: Wed, 25 Jun 2030 15:00:00 PST")
+                if head not in _DIRECTIVES_WITH_VALUE and _AGENT_NAME.fullmatch(head):
                     part = rest  # "agent: directive ..."
                     applies = agent is None or head == agent
             if not applies:

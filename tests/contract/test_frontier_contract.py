@@ -109,7 +109,6 @@ class HostModel:
     crawl_delay: float = 0.0
     starts: int = 0                # the token of the latest start
     before: float = float("-inf")  # ``due`` before the latest start
-    last_start: float = float("-inf")   # when the latest request started
     backed_off: float = float("-inf")   # the latest Retry-After's end
 
 
@@ -224,7 +223,6 @@ class FrontierContract(RuleBasedStateMachine):
         hm.active += 1
         hm.starts += 1
         hm.before = hm.due
-        hm.last_start = t
         hm.due = max(hm.due, t + self._gap(hm))
         self.in_flight[c.url] = (c, hm.starts)
         self.handed[c.url] += 1
@@ -240,11 +238,10 @@ class FrontierContract(RuleBasedStateMachine):
         hm.active -= 1
         if outcome.requested:
             if outcome.response_time is not None:
-                # the host's time made again from the new response time: the latest start's gap
-                # and the gap from now, a Retry-After still ahead kept (not the start's reservation)
+                # the host's time made again from the new response time: the gap from now, a
+                # Retry-After still ahead kept (not the start's reservation)
                 hm.last_elapsed = outcome.response_time
-                gap = self._gap(hm)
-                hm.due = max(hm.backed_off if hm.backed_off > t else float("-inf"), hm.last_start + gap, t + gap)
+                hm.due = max(hm.backed_off if hm.backed_off > t else float("-inf"), t + self._gap(hm))
             else:
                 hm.due = max(hm.due, t + self._gap(hm))
         elif token == hm.starts:

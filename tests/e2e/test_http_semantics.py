@@ -133,11 +133,14 @@ def test_a_sitemap_robots_txt_names_on_another_host_is_read(tmp_path) -> None:
     import subprocess
     import sys
 
+    c = CrossSite("127.0.0.3", {"/far.xml": ("application/xml", "<urlset/>")})
     b = CrossSite("127.0.0.2", {})
     a = CrossSite("127.0.0.1", {"/": ("text/html", html("Home", "<p>nothing linked</p>")),
                                 "/from-cross": ("text/html", html("Listed", "<p>only in a sitemap</p>"))})
-    with a, b:
+    with a, b, c:
         a.pages["/robots.txt"] = ("text/plain", f"User-agent: *\nAllow: /\nSitemap: {b.base}/cross.xml\n")
+        # B is out of scope: the sitemaps its own robots.txt names are not read (host to host)
+        b.pages["/robots.txt"] = ("text/plain", f"User-agent: *\nAllow: /\nSitemap: {c.base}/far.xml\n")
         b.pages["/cross.xml"] = ("application/xml", '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/'
                                  f'schemas/sitemap/0.9"><url><loc>{a.base}/from-cross</loc></url></urlset>')
         proc = subprocess.Popen([sys.executable, "-m", "skitter", "crawl", a.base + "/", "-o", str(tmp_path / "c"),
@@ -152,3 +155,36 @@ def test_a_sitemap_robots_txt_names_on_another_host_is_read(tmp_path) -> None:
             proc.communicate(timeout=60)
         assert "/cross.xml" in {h.path for h in b.log}
         assert "/from-cross" in {h.path for h in a.log}
+        assert c.log == []
+
+
+class BrRobots(ThreadedServer):
+    """robots.txt in a compression nobody asked for (Content-Encoding: br), with a 200 or a 404."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__()
+        self.status = status
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        t0 = time.time()
+        if request.path == "/robots.txt":
+            resp = web.Response(body=os.urandom(64), status=self.status,
+                                headers={"Content-Type": "text/plain", "Content-Encoding": "br"})
+        else:
+            resp = web.Response(text=html("Page", "<p>a page</p>"), content_type="text/html")
+        await resp.prepare(request)
+        await resp.write_eof()
+        with self._lock:
+            self.log.append(Hit(t0, time.time(), request.path, resp.status))
+        return resp
+
+
+def test_a_robots_txt_in_an_unasked_compression_is_no_rules(tmp_path) -> None:
+    """Unreadable, but no server error: the host is crawled (as an unparseable robots.txt lets it
+    be), not disallowed after three tries as an unreachable one is."""
+    for status in (200, 404):
+        with BrRobots(status) as site:
+            out = tmp_path / str(status)
+            res = skitter("crawl", site.base + "/", "-o", str(out), "--delay", "0", "--quiet")
+            assert res.returncode == 0, res.stderr
+            assert [h.path for h in site.log] == ["/robots.txt", "/"], status

@@ -954,3 +954,17 @@ def test_a_snippet_comes_from_the_main_text_not_the_menu():
     assert "**rotation**" in snippet(text, {"rotat"}, main_start=len(menu))[0]
     # a main_start past the text (a page cut short) is ignored
     assert snippet(text, set(), main_start=10**6)[0].startswith("Docs")
+
+
+@given(st.dictionaries(st.integers(0, 30), st.integers(0, 30), max_size=30))
+def test_families_are_the_ends_of_the_chains_of_marks(up):
+    """A page's family is where its near-duplicate marks lead (a chain: its end; a loop: one
+    member for all of it); two pages one mark apart are in one family."""
+    from skitter.index.indexer import _families
+
+    fam = _families(up)
+    assert set(fam) == set(up)
+    for a, b in up.items():
+        assert fam[a] == fam.get(b, b)          # one mark apart: one family
+        end = fam[a]
+        assert end not in up or fam[end] == end   # an end is unmarked, or a loop's named member

@@ -375,6 +375,8 @@ class TestRobotsInPage:
         ("nofollow, otherbot: noindex", (False, True)),
         ("otherbot: noindex, skitter: nofollow", (False, True)),
         ("max-snippet: 20, noindex", (True, False)),
+        ("unavailable_after: Wed, 25 Jun 2030 15:00:00 PST, noindex", (True, False)),   # a date's comma
+        ("unavailable_after: 25-Jun-2030 15:00:00 GMT\nnofollow", (False, True)),
         ("noarchive\nnofollow", (False, True)),             # two header lines: both count
         ("otherbot: noindex\nnofollow", (False, True)),     # a prefix holds within its line
         ("noarchive", (False, False)),

@@ -240,14 +240,15 @@ def test_a_retry_after_outlives_the_remade_time():
     assert c.next_time == pytest.approx(NOW + 120.1)
 
 
-def test_with_two_at_once_the_latest_start_keeps_its_gap():
+def test_with_two_at_once_starts_stay_a_gap_apart():
     c = clock(delay=1.0, adaptive=10.0, per_host=2)
     c.started(NOW)
+    assert not c.can_start(NOW + 0.99)
     c.started(NOW + 1.0)              # the second request, a gap later
-    c.finished(NOW + 1.05, 0.05)      # the first one's response: 0.5 s of adaptive delay
-    assert c.next_time == pytest.approx(NOW + 2.05)   # 1 s after the second start, 1 s from now
-    c.finished(NOW + 1.2, 0.02)
-    assert c.next_time == pytest.approx(NOW + 2.2)
+    c.finished(NOW + 1.05, 0.05)      # the first one's response: 0.5 s of adaptive delay, 1 s of delay
+    assert c.next_time == pytest.approx(NOW + 2.05)   # past the second start's own gap
+    c.finished(NOW + 1.2, 0.3)        # a slow one: 3 s
+    assert c.next_time == pytest.approx(NOW + 4.2)
 
 
 @given(st.lists(st.tuples(st.floats(0.0, 5.0), st.floats(0.0, 5.0)), min_size=1, max_size=20))

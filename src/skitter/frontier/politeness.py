@@ -30,8 +30,7 @@ class Politeness:
 class HostClock:
     """The politeness clock of one host."""
 
-    __slots__ = ("policy", "crawl_delay", "last_elapsed", "next_time", "active", "starts", "before", "backed_off",
-                 "last_start")
+    __slots__ = ("policy", "crawl_delay", "last_elapsed", "next_time", "active", "starts", "before", "backed_off")
 
     def __init__(self, policy: Politeness) -> None:
         self.policy = policy
@@ -42,7 +41,6 @@ class HostClock:
         self.starts = 0            # requests started, the token of the latest one
         self.before = 0.0          # next_time before the latest start (see cancelled)
         self.backed_off = 0.0      # the latest back_off's time (what holds the host, if it is next_time)
-        self.last_start = 0.0      # when the latest request started
 
     def gap(self) -> float:
         p = self.policy
@@ -70,7 +68,6 @@ class HostClock:
         self.active += 1
         self.starts += 1
         self.before = self.next_time
-        self.last_start = now
         self.next_time = max(self.next_time, now + self.gap())
         return self.starts
 
@@ -83,10 +80,11 @@ class HostClock:
 
     def finished(self, now: float, elapsed: float | None) -> None:
         """A request ended ``now``; ``elapsed``: the server's time for it (None: no response).
-        With a response time the host's time is made again from it: the latest start's gap as
-        it is now, and the gap from now, a back-off kept. A start reserves its gap from the
-        response time before it: a 3.6 s response followed by a 0.3 s one held the host 36 s
-        after each, where the second asks for 3 s (a hold-out tester's stalling server)."""
+        With a response time the host's time is made again: the gap from now, a back-off kept
+        (now + gap is past every start's own start + gap, so starts stay a gap apart). A start
+        reserves its gap from the response time before it: a 3.6 s response followed by a 0.3 s
+        one held the host 36 s after each, where the second asks for 3 s (a hold-out tester's
+        stalling server)."""
         self.active -= 1
         if elapsed is None:
             self.next_time = max(self.next_time, now + self.gap())
@@ -94,7 +92,7 @@ class HostClock:
         self.last_elapsed = elapsed
         gap = self.gap()
         held = self.backed_off if self.backed_off > now else 0.0
-        self.next_time = max(held, self.last_start + gap, now + gap)
+        self.next_time = max(held, now + gap)
 
     def back_off(self, now: float, seconds: float) -> None:
         self.backed_off = now + min(seconds, self.policy.max_retry_after)

@@ -624,20 +624,50 @@ class Indexer:
 
     def _refresh_marks(self, crawl: sqlite3.Connection, idx: sqlite3.Connection, stats: UpdateStats) -> None:
         """PageRank and near-duplicate families, when the crawl's columns changed."""
+        # (a mark a recrawl moved keeps the count: the newest marked fetch's order tells it)
         sig = list(crawl.execute("SELECT count(pagerank), total(pagerank), max(pagerank),"
-                                 " count(near_duplicate_of) FROM fetches").fetchone())
+                                 " count(near_duplicate_of),"
+                                 " max(CASE WHEN near_duplicate_of IS NOT NULL THEN fetch_order END)"
+                                 " FROM fetches").fetchone())
         with _write_tx(idx):
             if _get(idx, "marks_sig") != sig:
                 rows = crawl.execute("SELECT fp, pagerank, near_duplicate_of FROM fetches"
                                      " WHERE pagerank IS NOT NULL OR near_duplicate_of IS NOT NULL").fetchall()
+                families = _families({fp: fingerprint(near) for fp, _, near in rows if near})
                 idx.execute("UPDATE docs SET pagerank = NULL, family = fp"
                             " WHERE pagerank IS NOT NULL OR family != fp")
                 idx.executemany("UPDATE docs SET pagerank = ?, family = ? WHERE fp = ?",
-                                [(pr, fingerprint(near) if near else fp, fp) for fp, pr, near in rows])
+                                [(pr, families.get(fp, fp), fp) for fp, pr, _ in rows])
                 max_pr = idx.execute("SELECT max(pagerank) FROM docs").fetchone()[0]
                 _set(idx, "max_pagerank", max_pr)
                 _set(idx, "marks_sig", sig)
                 stats.marks_refreshed = True
+
+
+def _families(up: dict[int, int]) -> dict[int, int]:
+    """Each marked page's family: the end of its chain of near-duplicate marks (``up``: page →
+    the page it was marked against). The crawl marks a page against its family's original, but a
+    recrawled original may since have been marked against another page (its family follows it),
+    and a distributed worker may mark against a page whose own mark another has not stored yet.
+    A loop's pages (older crawls) are one family, named by its smallest fingerprint."""
+    out: dict[int, int] = {}
+    for start in up:
+        path: list[int] = []
+        on_path: set[int] = set()
+        x = start
+        while x in up and x not in out and x not in on_path:
+            path.append(x)
+            on_path.add(x)
+            x = up[x]
+        if x in out:
+            end = out[x]
+        elif x in on_path:   # a loop: from x round to x
+            end = min(path[path.index(x):])
+        else:
+            end = x
+        for y in path:
+            out[y] = end
+    return out
 
 
 def lag_note(status: dict, directory: str | Path) -> str | None:

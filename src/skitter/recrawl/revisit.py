@@ -571,6 +571,9 @@ class Recrawl:
         origin = url.split("/", 3)
         base = "/".join(origin[:3])
         wanted = []
+        # only a robots.txt of a host in scope names sitemaps elsewhere: one out of scope (read
+        # for a redirect, or for a sitemap named from elsewhere) would lead from host to host
+        listed = len(lines) if self._admit(base + "/", 0) else 0
         for i, raw in enumerate([*lines, base + "/sitemap.xml"]):
             try:
                 sitemap = canonicalize(raw.strip())
@@ -578,7 +581,7 @@ class Recrawl:
                 continue
             # a robots.txt may name a sitemap on another host (sitemaps.org's cross-submits): it
             # is read wherever it is, and its URLs pass the scope test one by one
-            if sitemap not in wanted and (i < len(lines) or self._admit(sitemap, 0)):
+            if sitemap not in wanted and (i < listed or self._admit(sitemap, 0)):
                 wanted.append(sitemap)
         out = []
         for sitemap in wanted:

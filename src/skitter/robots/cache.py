@@ -207,7 +207,13 @@ class RobotsCache:
             if status is None:
                 return unreachable(result.error)
             ok = 200 <= status < 300
-            if result.error is not None and not (ok and result.error.startswith(BodyTooLarge.code)):
+            if result.error is not None and result.error.startswith("protocol: content-encoding"):
+                # a compression we did not ask for: a 2xx body we cannot read is no rules, as an
+                # unparseable file is (RFC 9309 2.3.1.4 speaks of unreachable servers, not of this);
+                # any other status says what it says
+                if ok:
+                    return unavailable
+            elif result.error is not None and not (ok and result.error.startswith(BodyTooLarge.code)):
                 # A failed request (or a body cut by a network error) cannot be trusted; a body
                 # over the fetcher's cap is still a good prefix, parsed like any (RFC 9309 2.5).
                 return unreachable(result.error)

@@ -35,7 +35,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..errors import QuerySyntaxError, UsageError
+from ..errors import QuerySyntaxError, SkitterError, UsageError
 from ..index import analyze
 from ..index.indexer import MAIN, _get, norm_pagerank, open_index
 from ..store.db import DB_NAME, connect
@@ -273,7 +273,7 @@ class Searcher:
                 part = fps[i:i + 500]
                 info.update((r[0], (r[1], r[2])) for r in self.crawl.execute(
                     f"SELECT fp, url, canonical FROM fetches WHERE fp IN ({','.join('?' * len(part))})", part))
-        except sqlite3.Error:
+        except (sqlite3.Error, SkitterError):   # no crawl.db to read: the best-ranked, as before
             return
         for e in many:
             ms = members[id(e)]
@@ -286,7 +286,10 @@ class Searcher:
                 url, canon = info.get(m[2], ("", None))
                 return (url not in named, bool(canon and canon != url), "?" in url, pos)
 
-            e[0] = min(enumerate(ms), key=key)[1]
+            face = min(enumerate(ms), key=key)[1]
+            # in the family's place with its best score (results stay in score order); the
+            # face's own BM25 and PageRank
+            e[0] = (e[0][0], e[0][1], face[2], face[3], face[4], face[5])
 
     def _n_docs(self) -> int:
         return _get(self.idx, "n_docs", 0)
@@ -306,7 +309,7 @@ class Searcher:
                     texts = {r[0]: r for r in self.crawl.execute(
                         f"SELECT fp, text, description, {main} FROM pages WHERE fp IN ({marks})", fps)}
                     break
-                except sqlite3.Error:
+                except (sqlite3.Error, SkitterError):
                     texts = {}
         hits = []
         for i, ((tier, negscore, fp, s, _fam, pr), dups, *_) in enumerate(window):

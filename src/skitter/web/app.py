@@ -173,7 +173,7 @@ def create_app(directory: Path | str | None, labels=None, topic: str | None = No
         if not q.strip():
             return RedirectResponse("/", status_code=303)
         raw = request.query_params.get("page", "1").strip()
-        if not raw.isdigit() or int(raw) < 1:
+        if not (raw.isascii() and raw.isdigit() and len(raw) < 10) or int(raw) < 1:
             return page(request, "search.html", 400, q=q, res=None,
                         error=f"page {raw!r}: pages are numbered 1, 2, 3, …")
         n = int(raw)
@@ -297,7 +297,9 @@ def create_app(directory: Path | str | None, labels=None, topic: str | None = No
         shown = [] if directory is None else list(plots.PLOTS) + (list(plots.RECRAWL_PLOTS) if recrawl else [])
         # a crawl that is over no longer changes: the page refreshes only while it runs (or a
         # cluster's crawl is still on)
-        live = (s or {}).get("state") == "running" or bool(c and not c.get("finished")) or bool(cluster_error)
+        # (a summary that could not be read, the crawl.db not made yet or busy: as running)
+        live = (s or {}).get("state") == "running" or bool(c and not c.get("finished")) or bool(cluster_error) \
+            or bool(error and not s)
         return page(request, "crawl.html", rows=rows, error=error, refresh=REFRESH_SECONDS if live else None,
                     plots=shown, ev=ev,
                     cluster=c, cluster_line=cluster_lines(c)[0] if c else None, cluster_error=cluster_error)
