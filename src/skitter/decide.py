@@ -70,6 +70,8 @@ def decide(cand: Candidate, result: FetchResult, analysis: Analysis | None, verd
         return Decision("content", retry_after=retry_after, error=result.error, duplicate_of=v.duplicate_of,
                         near_duplicate_of=v.near_duplicate_of,
                         follow_links=page is not None and v.follow_links)
+    if status in REDIRECT_CODES and result.error is None:   # a redirect that names no target
+        return Decision("final", retry_after=retry_after, error=f"redirect: HTTP {status} without a Location")
     return Decision("final", retry_after=retry_after, error=result.error)
 
 

@@ -7,6 +7,7 @@
 - ``<meta http-equiv="refresh" content="0; url=...">`` navigates: its target was never fetched.
 - A body in a compression skitter did not accept (``Content-Encoding: br``) was stored as a 200
   HTML page of compressed bytes, with no error: it is now a protocol error.
+- A 302 without a Location was recorded as a plain page with no error.
 - A body cut short by the server (fewer bytes than its Content-Length) was never fetched again, and
   the pages only it linked were lost: it is retried like a reset.
 """
@@ -28,7 +29,8 @@ def html(title: str, body: str, head: str = "") -> str:
 
 PAGES: dict[str, tuple[list[tuple[str, str]], str]] = {
     "/": ([], html("Home", '<a href="/xrt-multi">m</a> <a href="/xrt-other">o</a> <a href="/xrt-ours">s</a>'
-                           ' <a href="/refresh">r</a> <a href="/br">b</a> <a href="/cut-once">c</a>')),
+                           ' <a href="/refresh">r</a> <a href="/br">b</a> <a href="/cut-once">c</a>'
+                           ' <a href="/no-location">n</a>')),
     "/xrt-multi": ([("X-Robots-Tag", "noarchive"), ("X-Robots-Tag", "nofollow")],
                    html("Multi", '<p>quillwort</p><a href="/child-multi">c</a>')),
     "/xrt-other": ([("X-Robots-Tag", "otherbot: noindex, nofollow")],
@@ -53,6 +55,8 @@ class Site(ThreadedServer):
         t0 = time.time()
         if request.path == "/robots.txt":
             resp = web.Response(text="User-agent: *\nAllow: /\n")
+        elif request.path == "/no-location":
+            resp = web.Response(status=302, text="moved, but where?")
         elif request.path == "/br":
             # bytes in a coding the request did not accept (Accept-Encoding: gzip, deflate)
             resp = web.Response(body=os.urandom(300), headers={"Content-Type": "text/html", "Content-Encoding": "br"})
@@ -101,6 +105,9 @@ def test_header_directives_meta_refresh_and_an_unaccepted_coding(tmp_path) -> No
     # the cut body was fetched again, whole, and its link followed
     assert [h.path for h in site.log].count("/cut-once") == 2 and records["/cut-once"]["error"] is None
     assert "/behind-cut" in asked
+    # a redirect that names no target is an error, not a page
+    assert records["/no-location"]["status"] == 302
+    assert records["/no-location"]["error"] == "redirect: HTTP 302 without a Location"
     # the brotli body is an error, not a page of compressed bytes
     assert records["/br"]["error"].startswith("protocol: content-encoding br"), records["/br"]
     # and search agrees: the other crawler's noindex did not hide the page, ours hid it
