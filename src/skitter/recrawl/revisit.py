@@ -601,7 +601,10 @@ class Recrawl:
         sm = await pool.submit(parse_cross_host, result.body, cand.url) if pool is not None \
             else parse_cross_host(result.body, cand.url)
         self.counters.sitemaps += 1
-        self.db.sitemap_read(cand.url, now, sm.kind, len(sm.entries), sm.error)
+        error = sm.error
+        if error is None and sm.ignored:   # (the protocol's cap: said, not silently dropped)
+            error = f"{sm.ignored} URLs past the protocol's 50,000 left out"
+        self.db.sitemap_read(cand.url, now, sm.kind, len(sm.entries), error)
         base = "/".join(cand.url.split("/", 3)[:3])
         children = []
         if self.db.sitemaps_of(base) < MAX_SITEMAPS_PER_ORIGIN:
