@@ -170,6 +170,16 @@ class _Overflow(Exception):
     """The decoded body went over the cap; ``args[0]`` is the last piece that still fits."""
 
 
+def unasked_coding(values: list[str]) -> str | None:
+    """A compression among the Content-Encoding ``values`` that the request did not accept
+    (``br``, ``zstd``, ...; RFC 9110 8.4.1): the body cannot be read. None when there is none."""
+    for v in values:
+        for c in v.split(","):
+            if c.strip().lower() in _UNDECODABLE:
+                return c.strip().lower()
+    return None
+
+
 class _Decoder:
     """The Content-Encoding chain of one response (applied in reverse order)."""
 
@@ -184,9 +194,6 @@ class _Decoder:
     def for_headers(cls, values: list[str], cap: int) -> _Decoder | None:
         codings = [c.strip().lower() for v in values for c in v.split(",")]
         codings = [c for c in codings if c and c != "identity"]
-        unasked = [c for c in codings if c in _UNDECODABLE]
-        if unasked:   # a compression we did not accept (RFC 9110 8.4.1): the body is unreadable
-            raise ProtocolError(f"content-encoding {unasked[0]} (not accepted, not decoded)")
         if not codings or any(c not in _DECODABLE for c in codings):
             return None  # nothing to do, or a token that is no coding ("utf-8"): keep raw, as browsers do
         return cls(codings, cap)
@@ -318,7 +325,7 @@ class _Transfer:
     kept in ``error`` and the transfer aborted by returning 0 (curl: ``CURLE_WRITE_ERROR``).
     """
 
-    __slots__ = ("handle", "future", "cap", "lines", "chunks", "size", "decoder", "error",
+    __slots__ = ("handle", "future", "cap", "lines", "chunks", "size", "decoder", "error", "unasked",
                  "parsed", "status", "reason", "version", "headers", "server_time")
 
     def __init__(self, handle: pycurl.Curl, future: asyncio.Future[tuple[int, str]],
@@ -331,6 +338,7 @@ class _Transfer:
         self.size = 0
         self.decoder: _Decoder | None = None
         self.error: BaseException | None = None
+        self.unasked: str | None = None   # a compression the request did not accept
         self.parsed = False
         self.status: int | None = None
         self.reason = ""
@@ -359,6 +367,8 @@ class _Transfer:
         values = [v for k, v in self.headers if k.lower() == "content-encoding"]
         if values:
             self.decoder = _Decoder.for_headers(values, self.cap)
+            # read whole and archived as sent, then an error (_complete): no page to parse
+            self.unasked = unasked_coding(values)
 
     def parse_head(self) -> None:
         """The final response's status line and header fields, from curl's header lines.
@@ -747,6 +757,9 @@ class Fetcher:
             raise _CurlError(code, message, handle.getinfo(pycurl.OS_ERRNO))
         raw = transfer.body()
         res.raw_body = raw
+        if transfer.unasked is not None:   # whole, and unreadable: archived, not parsed
+            res.body = b""
+            raise ProtocolError(f"content-encoding {transfer.unasked} (not accepted, not decoded)")
         res.body = transfer.decoder.finish() if transfer.decoder is not None else raw
 
     @staticmethod

@@ -110,6 +110,18 @@ def test_header_directives_meta_refresh_and_an_unaccepted_coding(tmp_path) -> No
     assert records["/no-location"]["error"] == "redirect: HTTP 302 without a Location"
     # the brotli body is an error, not a page of compressed bytes
     assert records["/br"]["error"].startswith("protocol: content-encoding br"), records["/br"]
+    # and archived as the server sent it, whole (the first fix cut the transfer: an empty record)
+    from warcio.archiveiterator import ArchiveIterator
+
+    found = 0
+    for warc in sorted((out / "warc").glob("*.warc.gz")):
+        with warc.open("rb") as f:
+            for rec in ArchiveIterator(f):
+                if rec.rec_type == "response" and rec.rec_headers.get_header("WARC-Target-URI").endswith("/br"):
+                    assert len(rec.raw_stream.read()) == 300   # (not decoded: random bytes)
+                    assert rec.rec_headers.get_header("WARC-Truncated") is None
+                    found += 1
+    assert found == 1
     # and search agrees: the other crawler's noindex did not hide the page, ours hid it
     hits = lambda q: [json.loads(h)["url"] for h in skitter("search", str(out), q, "--json").stdout.splitlines()]  # noqa: E731
     assert [u.rsplit("/", 1)[1] for u in hits("bladderwrack")] == ["xrt-other"]

@@ -297,8 +297,8 @@ def _truncated(result: FetchResult) -> bytes | None:
     """``WARC-Truncated`` (WARC 1.1 §5.13) of a response whose body was cut short: ``length`` over
     ``--max-body`` (too-large), ``time`` over a timeout, ``disconnect`` when the connection failed
     mid-body, ``unspecified`` otherwise; None for a whole body (no error)."""
-    if result.error is None:
-        return None
+    if result.error is None or result.error.startswith("protocol: content-encoding"):
+        return None   # (a body in a compression we did not accept: read whole, archived as sent)
     code = result.error.split(":", 1)[0]
     return {"too-large": b"length", "timeout": b"time", "protocol": b"disconnect",
             "connect": b"disconnect", "tls": b"disconnect"}.get(code, b"unspecified")
