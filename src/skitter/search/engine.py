@@ -259,9 +259,10 @@ class Searcher:
     def _faces(self, window: list) -> None:
         """Each collapsed family shown by its face, in the place its best-ranked member earned: the
         member the others name as ``<link rel=canonical>``, else one that names no other URL, else
-        one without a query string, else the best-ranked (a print version, shorter for want of
-        the menu, outranked the article it names as canonical). Among the members in the best's
-        tier only (bare words: those with all the words)."""
+        one without a query string, else the family's original (the first of it the crawl
+        stored), else the best-ranked (a print version, shorter for want of the menu, outranked
+        the article it names as canonical, or the article it copies). Among the members in the
+        best's tier only (bare words: those with all the words)."""
         many = [e for e in window if e[1]]
         if not many:
             return
@@ -278,13 +279,12 @@ class Searcher:
         for e in many:
             ms = members[id(e)]
             named = {c for u, c in (info.get(m[2], ("", None)) for m in ms) if c and c != u}
-            if not named and not any("?" in info.get(m[2], ("", None))[0] for m in ms):
-                continue
+            original = e[0][4]   # the family's name: its original's fingerprint
 
-            def key(pos_m: tuple[int, tuple], named: set = named) -> tuple:
+            def key(pos_m: tuple[int, tuple], named: set = named, original: int = original) -> tuple:
                 pos, m = pos_m
                 url, canon = info.get(m[2], ("", None))
-                return (url not in named, bool(canon and canon != url), "?" in url, pos)
+                return (url not in named, bool(canon and canon != url), "?" in url, m[2] != original, pos)
 
             face = min(enumerate(ms), key=key)[1]
             # in the family's place with its best score (results stay in score order); the

@@ -161,8 +161,11 @@ class CrawlStore:
         return row[0] if row else None
 
     def near_original(self, fp: int) -> str | None:
-        """The URL the page ``fp`` was marked a near-duplicate of (None: it was not)."""
-        row = self.db.conn.execute("SELECT near_duplicate_of FROM fetches WHERE fp = ?", (fp,)).fetchone()
+        """The URL the page ``fp`` was marked against: the first with its bytes when it is an
+        exact duplicate (a recrawled page can become one after it was compared with), else
+        the page it is a near-duplicate of (None: neither)."""
+        row = self.db.conn.execute("SELECT coalesce(duplicate_of, near_duplicate_of) FROM fetches WHERE fp = ?",
+                                   (fp,)).fetchone()
         return row[0] if row else None
 
     def link_targets(self, fp: int) -> list[str]:
