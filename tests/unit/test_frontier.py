@@ -324,6 +324,28 @@ def test_adaptive_delay_uses_the_last_response_time(tmp_path):
     asyncio.run(scenario())
 
 
+def test_a_fast_response_after_a_slow_one_re_times_a_host_with_a_free_slot(tmp_path):
+    """--per-host 2: the start after a 3.6 s response put the host's timer 36 s on, with a slot
+    still free; its 0.01 s response made the host's time 0.1 s, but the old timer stood (a
+    hold-out re-test: the next request came 36 s later, "waiting for a URL's due time")."""
+    db, f, clock = make(tmp_path, delay=0.0, adaptive=10.0, per_host=2)
+    f.admit([cand(f"http://a.test/{i}", -i) for i in range(3)])
+
+    async def scenario():
+        slow = await poll(f)
+        clock.advance(3.6)
+        f.finish(slow, Outcome(response_time=3.6))              # 36 s to the next start
+        clock.advance(36.0)
+        fast = await poll(f)
+        assert fast.url == "http://a.test/1"
+        clock.advance(0.01)
+        f.finish(fast, Outcome(response_time=0.01))             # 0.1 s to the next
+        clock.advance(0.1)
+        nxt = await poll(f)
+        assert nxt is not BLOCKED and nxt.url == "http://a.test/2"
+    asyncio.run(scenario())
+
+
 def test_crawl_delay_lengthens_the_gap_and_is_capped(tmp_path):
     db, f, clock = make(tmp_path, delay=1.0, max_crawl_delay=60.0)
     f.admit([cand(f"http://a.test/{i}", -i) for i in range(3)])
