@@ -42,8 +42,19 @@ class ThreadedServer:
     def base(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
+    async def respond(self, request: web.Request) -> web.StreamResponse:
+        """A subclass's answer; one it has already prepared (a body cut short) is left as it is."""
         raise NotImplementedError
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        t0 = time.time()
+        resp = await self.respond(request)
+        if not resp.prepared:
+            await resp.prepare(request)
+            await resp.write_eof()
+        with self._lock:
+            self.log.append(Hit(t0, time.time(), request.path_qs, resp.status))
+        return resp
 
     def _serve(self) -> None:
         loop = asyncio.new_event_loop()
@@ -81,28 +92,19 @@ class StaticSite(ThreadedServer):
         self.latency = latency
         super().__init__()
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
-        t0 = time.time()
-        path = request.path_qs
+    async def respond(self, request: web.Request) -> web.StreamResponse:
         if self.latency:
             await asyncio.sleep(self.latency)
         if request.path == "/robots.txt":
-            resp = web.Response(text=self.robots_txt, content_type="text/plain")
-        else:
-            rel = request.path.lstrip("/")
-            target = (self.root / rel).resolve()
-            if target.is_dir():
-                target = target / "index.html"
-            if self.root not in target.parents and target != self.root or not target.is_file():
-                resp = web.Response(status=404, text="not found")
-            else:
-                ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
-                resp = web.Response(body=target.read_bytes(), content_type=ctype)
-        await resp.prepare(request)
-        await resp.write_eof()
-        with self._lock:
-            self.log.append(Hit(t0, time.time(), path, resp.status))
-        return resp
+            return web.Response(text=self.robots_txt, content_type="text/plain")
+        rel = request.path.lstrip("/")
+        target = (self.root / rel).resolve()
+        if target.is_dir():
+            target = target / "index.html"
+        if self.root not in target.parents and target != self.root or not target.is_file():
+            return web.Response(status=404, text="not found")
+        ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        return web.Response(body=target.read_bytes(), content_type=ctype)
 
 def stored_records(directory: Path) -> int:
     """Fetch records a crawl has committed so far (0 if its database is not there yet)."""

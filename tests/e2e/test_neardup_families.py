@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from sites import StaticSite, skitter
 
@@ -29,6 +32,27 @@ def page(title: str, parts: list[str]) -> str:
     return f"<!doctype html><html><head><title>{title}</title></head><body><main>{body}</main></body></html>"
 
 
+@contextmanager
+def crawled(tmp_path: Path, pages: dict[str, str]) -> Iterator[tuple[Path, str, Path]]:
+    """The pages served (a home page linking them, in this order) and crawled one at a time:
+    (the site's directory, its base URL, the crawl directory), the server still up."""
+    root, out = tmp_path / "site", tmp_path / "crawl"
+    root.mkdir()
+    (root / "index.html").write_text("<html><body>" + " ".join(f'<a href="{n}">{n}</a>' for n in pages)
+                                     + "</body></html>")
+    for name, text in pages.items():
+        (root / name).write_text(text)
+    with StaticSite(root) as site:
+        base = f"http://127.0.0.1:{site.port}/"
+        res = skitter("crawl", base, "-o", str(out), "--delay", "0", "--per-host", "1", "--quiet")
+        assert res.returncode == 0, res.stderr
+        yield root, base, out
+
+
+def urls_of(res) -> list[str]:
+    return [json.loads(h)["url"] for h in res.stdout.splitlines()]
+
+
 def export(directory) -> dict[str, dict]:
     res = skitter("export", str(directory), "--format", "jsonl")
     assert res.returncode == 0, res.stderr
@@ -37,27 +61,16 @@ def export(directory) -> dict[str, dict]:
 
 def test_a_family_has_one_original_after_a_chain_and_after_a_recrawl(tmp_path) -> None:
     s = segments(9)
-    root = tmp_path / "site"
-    root.mkdir()
-    (root / "index.html").write_text('<html><body><a href="a.html">a</a> <a href="b.html">b</a> '
-                                     '<a href="c.html">c</a></body></html>')
-    (root / "a.html").write_text(page("Article", s[1:5]))
-    (root / "b.html").write_text(page("Article (print)", s[2:6]))
-    (root / "c.html").write_text(page("Article (print, session 2)", s[3:7]))
-    out = tmp_path / "crawl"
-    with StaticSite(root) as site:
-        base = f"http://127.0.0.1:{site.port}/"
-        res = skitter("crawl", base, "-o", str(out), "--delay", "0", "--per-host", "1", "--quiet")
-        assert res.returncode == 0, res.stderr
+    pages = {"a.html": page("Article", s[1:5]), "b.html": page("Article (print)", s[2:6]),
+             "c.html": page("Article (print, session 2)", s[3:7])}
+    word = s[4].split()[0]   # in all three pages
+    with crawled(tmp_path, pages) as (root, base, out):
         got = export(out)
         assert got["a.html"]["near_duplicate_of"] is None
         # C resembles B only, and B is A's: C is marked against A, the family's original
         assert got["b.html"]["near_duplicate_of"] == base + "a.html"
         assert got["c.html"]["near_duplicate_of"] == base + "a.html"
-        word = s[4].split()[0]   # in all three pages
-        hits = skitter("search", str(out), word, "--json")
-        assert hits.returncode == 0, hits.stderr
-        assert len(hits.stdout.splitlines()) == 1   # one family, one result
+        assert len(urls_of(skitter("search", str(out), word, "--json"))) == 1   # one family, one result
 
         # the article changes: its new version resembles B (its own near-duplicate) most
         (root / "a.html").write_text(page("Article", s[2:6] + [s[8]]))
@@ -66,36 +79,24 @@ def test_a_family_has_one_original_after_a_chain_and_after_a_recrawl(tmp_path) -
     got = export(out)
     assert got["a.html"]["content_hash"] != got["b.html"]["content_hash"]
     new = skitter("search", str(out), '"' + " ".join(s[8].split()[:3]) + '"', "--json")
-    assert [json.loads(h)["url"] for h in new.stdout.splitlines()] == [base + "a.html"]   # re-indexed
+    assert urls_of(new) == [base + "a.html"]   # re-indexed
     # A stays the original: no loop of A to B and B to A
     assert got["a.html"]["near_duplicate_of"] is None
     assert got["b.html"]["near_duplicate_of"] == base + "a.html"
-    hits = skitter("search", str(out), word, "--json")
-    assert len(hits.stdout.splitlines()) == 1, hits.stdout
+    assert len(urls_of(skitter("search", str(out), word, "--json"))) == 1
 
 
 def test_a_family_is_shown_by_the_page_its_members_name_as_canonical(tmp_path) -> None:
     """The print version (shorter: no menu, so it ranks higher) names the article as canonical:
     search shows the article, in the place the print version earned, whichever came first."""
     s = segments(6)
-    root = tmp_path / "site"
-    root.mkdir()
-    (root / "index.html").write_text('<html><body><a href="print.html">print</a> <a href="a.html">a</a></body></html>')
-    (root / "print.html").write_text(page("Article (print)", s[1:5]).replace(
-        "</title>", '</title><link rel="canonical" href="a.html">'))
-    (root / "a.html").write_text(page("Article", s[1:5] + [s[5]]))
-    out = tmp_path / "crawl"
-    with StaticSite(root) as site:
-        base = f"http://127.0.0.1:{site.port}/"
-        res = skitter("crawl", base, "-o", str(out), "--delay", "0", "--per-host", "1", "--quiet")
-        assert res.returncode == 0, res.stderr
-    got = export(out)
-    assert got["a.html"]["near_duplicate_of"] == base + "print.html"   # the print version came first
-    word = s[1].split()[0]
-    every = skitter("search", str(out), word, "--json", "--no-collapse")
-    assert [json.loads(h)["url"] for h in every.stdout.splitlines()] == [base + "print.html", base + "a.html"]
-    hits = [json.loads(h) for h in skitter("search", str(out), word, "--json").stdout.splitlines()]
-    assert [(h["url"], h["duplicates"]) for h in hits] == [(base + "a.html", 1)]
+    pages = {"print.html": page("Article (print)", s[1:5]).replace(
+                 "</title>", '</title><link rel="canonical" href="a.html">'),
+             "a.html": page("Article", s[1:5] + [s[5]])}
+    with crawled(tmp_path, pages) as (_, base, out):
+        pass
+    assert export(out)["a.html"]["near_duplicate_of"] == base + "print.html"   # the print version came first
+    assert_shown(out, s[1].split()[0], base, shown="a.html", ranked=["print.html", "a.html"])
 
 
 def test_without_a_canonical_a_family_is_shown_by_its_original(tmp_path) -> None:
@@ -103,19 +104,16 @@ def test_without_a_canonical_a_family_is_shown_by_its_original(tmp_path) -> None
     the print version that outranks it for want of the menu (a hold-out re-test: 290 of 954
     results on four hosts were print pages)."""
     s = segments(6)
-    root = tmp_path / "site"
-    root.mkdir()
-    (root / "index.html").write_text('<html><body><a href="a.html">a</a> <a href="print.html">print</a></body></html>')
-    (root / "a.html").write_text(page("Article", s[1:5] + [s[5]]))
-    (root / "print.html").write_text(page("Article (print)", s[1:5]))
-    out = tmp_path / "crawl"
-    with StaticSite(root) as site:
-        base = f"http://127.0.0.1:{site.port}/"
-        res = skitter("crawl", base, "-o", str(out), "--delay", "0", "--per-host", "1", "--quiet")
-        assert res.returncode == 0, res.stderr
+    pages = {"a.html": page("Article", s[1:5] + [s[5]]), "print.html": page("Article (print)", s[1:5])}
+    with crawled(tmp_path, pages) as (_, base, out):
+        pass
     assert export(out)["print.html"]["near_duplicate_of"] == base + "a.html"
-    word = s[1].split()[0]
-    every = skitter("search", str(out), word, "--json", "--no-collapse")
-    assert [json.loads(h)["url"] for h in every.stdout.splitlines()] == [base + "print.html", base + "a.html"]
+    assert_shown(out, s[1].split()[0], base, shown="a.html", ranked=["print.html", "a.html"])
+
+
+def assert_shown(out: Path, word: str, base: str, *, shown: str, ranked: list[str]) -> None:
+    """Uncollapsed, the family's pages come in the order ``ranked``; collapsed, one result,
+    ``shown``, with the other counted as its duplicate."""
+    assert urls_of(skitter("search", str(out), word, "--json", "--no-collapse")) == [base + r for r in ranked]
     hits = [json.loads(h) for h in skitter("search", str(out), word, "--json").stdout.splitlines()]
-    assert [(h["url"], h["duplicates"]) for h in hits] == [(base + "a.html", 1)]
+    assert [(h["url"], h["duplicates"]) for h in hits] == [(base + shown, len(ranked) - 1)]
