@@ -120,6 +120,21 @@ class BodyCutShort(ProtocolError):
     retryable = True
 
 
+class UnaskedCoding(ProtocolError):
+    """The body came in a compression the request did not accept (``br``, ``zstd``): read whole
+    and archived as sent, but unreadable (RFC 9110 8.4.1). Not a cut body, not a dead server."""
+
+    PREFIX = "protocol: content-encoding"
+
+    def __init__(self, coding: str) -> None:
+        super().__init__(f"content-encoding {coding} (not accepted, not decoded)")
+
+    @classmethod
+    def recorded(cls, error: str | None) -> bool:
+        """Whether a fetch's recorded ``error`` is one of these."""
+        return error is not None and error.startswith(cls.PREFIX)
+
+
 class BodyTooLarge(FetchError):
     code = "too-large"
 

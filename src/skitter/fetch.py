@@ -61,6 +61,7 @@ from .errors import (
     FetchTimeout,
     ProtocolError,
     TLSError,
+    UnaskedCoding,
 )
 from .models import FetchResult
 from .netguard import GuardedResolver, GuardRefused, is_ip_literal, legacy_ipv4
@@ -759,7 +760,7 @@ class Fetcher:
         res.raw_body = raw
         if transfer.unasked is not None:   # whole, and unreadable: archived, not parsed
             res.body = b""
-            raise ProtocolError(f"content-encoding {transfer.unasked} (not accepted, not decoded)")
+            raise UnaskedCoding(transfer.unasked)
         res.body = transfer.decoder.finish() if transfer.decoder is not None else raw
 
     @staticmethod

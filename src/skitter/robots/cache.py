@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from skitter import urls
-from skitter.errors import BodyTooLarge
+from skitter.errors import BodyTooLarge, UnaskedCoding
 from skitter.frontier.politeness import parse_retry_after
 from skitter.models import FetchResult
 from skitter.robots.rules import MAX_BYTES, RobotsRules
@@ -207,7 +207,7 @@ class RobotsCache:
             if status is None:
                 return unreachable(result.error)
             ok = 200 <= status < 300
-            if result.error is not None and result.error.startswith("protocol: content-encoding"):
+            if UnaskedCoding.recorded(result.error):
                 # a compression we did not ask for: a 2xx body we cannot read is no rules, as an
                 # unparseable file is (RFC 9309 2.3.1.4 speaks of unreachable servers, not of this);
                 # any other status says what it says

@@ -89,7 +89,7 @@ if TYPE_CHECKING:
     from fastwarc.stream_io import GzipWriter
     from fastwarc.warc import WarcRecord
 
-from ..errors import CrawlDirError
+from ..errors import CrawlDirError, UnaskedCoding
 from ..models import FetchResult
 from .text import deflate as _deflate   # Intel's ISA-L: 2-3x zlib's speed at level 1, smaller output
 
@@ -297,7 +297,7 @@ def _truncated(result: FetchResult) -> bytes | None:
     """``WARC-Truncated`` (WARC 1.1 §5.13) of a response whose body was cut short: ``length`` over
     ``--max-body`` (too-large), ``time`` over a timeout, ``disconnect`` when the connection failed
     mid-body, ``unspecified`` otherwise; None for a whole body (no error)."""
-    if result.error is None or result.error.startswith("protocol: content-encoding"):
+    if result.error is None or UnaskedCoding.recorded(result.error):
         return None   # (a body in a compression we did not accept: read whole, archived as sent)
     code = result.error.split(":", 1)[0]
     return {"too-large": b"length", "timeout": b"time", "protocol": b"disconnect",
