@@ -130,8 +130,8 @@ class CrawlConfig:
     index_interval: float = setting(1.0, "seconds the live search index pauses when it has caught up with the "
         "crawl (it indexes in steps of 125 pages; 0: only when the crawl stops; -1: no index, build it "
         "later with skitter index)", at_most=DAY)
-    stall_after: float = setting(30.0, "seconds without a request starting or finishing, while URLs are queued, "
-        "before the crawl writes what it is waiting for (DIR/crawl.log, skitter stats)", at_least=0.1, at_most=DAY)
+    stall_after: float = setting(30.0, "seconds without a request starting or finishing, while URLs are queued "
+        "or the crawl's end waits, before the crawl writes what it is waiting for (DIR/crawl.log, skitter stats)", at_least=0.1, at_most=DAY)
     obey_robots: bool = setting(True, "obey robots.txt (the benchmark and the demo keep this on)")
     # Not user settings: how the crawl was started.
     seeds: tuple[str, ...] = field(default=())

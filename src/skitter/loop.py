@@ -142,6 +142,7 @@ class Crawler:
         self._interrupted = False
         self._stop_event: asyncio.Event | None = None
         self._tasks: list[asyncio.Task] = []
+        self._winding_down: dict[str, asyncio.Task] = {}   # the fetch tasks gone: what the end waits for
         self.recrawl = recrawl
         if recrawl is not None:
             recrawl.bind(apply=self._apply, enqueue=self._enqueue, admit=link_filter.admit, pool=lambda: self.pool,
@@ -207,6 +208,8 @@ class Crawler:
             # (the index process finishes its update), and the loop runs all along
             for task in (*fetchers, stopper, committer, indexer, planner):
                 task.cancel()
+            self._winding_down = {"the committer": committer, "the live index's last step": indexer,
+                                  "the recrawl's planner": planner}
             results = await asyncio.gather(*fetchers, stopper, committer, indexer, planner, return_exceptions=True)
             watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)
@@ -562,7 +565,11 @@ class Crawler:
 
     def _has_work(self) -> bool:
         """For the watchdog: work that should be making progress. A recrawl's URLs due later are
-        not yet work, nor are revisits waiting for the budget."""
+        not yet work, nor are revisits waiting for the budget. The end of a crawl is work too: a
+        last step that does not come back (the index's database locked by another program) is
+        reported as what the crawl waits for."""
+        if any(not task.done() for task in self._winding_down.values()):
+            return True
         if self.recrawl is not None:
             return self.frontier.in_flight > self.recrawl.pacing
         return self.frontier.queued > 0 or self.frontier.in_flight > 0
@@ -585,6 +592,11 @@ class Crawler:
         where = Counter(_awaiting(task) for task in self._tasks if not task.done())
         if where:
             parts.append("fetch tasks waiting in " + ", ".join(f"{n} {name}" for name, n in where.most_common()))
+        ending = [f"{what} (in {_awaiting(task)})" for what, task in self._winding_down.items() if not task.done()]
+        if ending:
+            parts.append("the crawl is ending and waits for " + ", ".join(ending))
+        elif self._tasks and not where:
+            parts.append("every fetch task has ended")
         return "; ".join(parts)
 
 

@@ -161,3 +161,41 @@ def test_sigterm_interrupts_a_loop_that_never_yields(tmp_path):
     assert res.returncode == 130 and "interrupted" in res.stdout, (res.returncode, res.stdout, res.stderr)
     assert "has not taken the stop signal" in res.stderr and "spin_forever" in res.stderr, res.stderr
     assert took < 10, f"took {took:.1f} s"
+
+
+def test_a_crawl_whose_end_waits_says_for_what(tmp_path):
+    """Every URL fetched, but the live index's step cannot write: another program holds index.db's
+    write lock (SQLite waits up to 30 s for it). The crawl's end waits for that step, and says so
+    within --stall-after seconds, naming it; the lock released, the crawl ends with its index."""
+    import sqlite3
+
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text("<html><body>" + "".join(
+        f'<a href="/p{i}.html">page {i}</a>' for i in range(3)) + "</body></html>")
+    for i in range(3):
+        (root / f"p{i}.html").write_text(f"<html><body><p>lighthouse keeper {i}</p></body></html>")
+    out = tmp_path / "c"
+    out.mkdir()
+    holder = sqlite3.connect(out / "index.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with StaticSite(root) as site:
+            proc = subprocess.Popen([*SKITTER, "crawl", site.base + "/", "-o", str(out), "--delay", "0",
+                                     "--stall-after", "1", "--quiet"], stderr=subprocess.PIPE, text=True)
+            try:
+                status = wait_for(lambda: read_status(out), 25, "the watchdog's report")
+                msg = status["message"]
+                assert status["kind"] == "stalled", msg
+                assert "0 URLs queued, 0 in flight" in msg, msg
+                assert "the crawl is ending and waits for the live index's last step (in _step)" in msg, msg
+                holder.rollback()
+                holder.close()
+                _, err = proc.communicate(timeout=60)
+            finally:
+                proc.kill()
+    finally:
+        holder.close()
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    res = subprocess.run([*SKITTER, "search", str(out), "lighthouse"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and res.stdout.startswith("3 results"), res.stdout + res.stderr
