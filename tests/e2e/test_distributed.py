@@ -68,6 +68,11 @@ def finish(procs: list[subprocess.Popen], timeout: float = 60) -> list[tuple[int
     return out
 
 
+def stderrs(results: list[tuple[int, str]]) -> str:
+    """The processes' exit codes and stderr, whole (an assertion message pytest does not shorten)."""
+    return "\n".join(f"process {i}: exit {rc}\n{err[-4000:]}" for i, (rc, err) in enumerate(results))
+
+
 def fetched_urls(directory: Path) -> list[str]:
     out = skitter("export", str(directory), "--format", "jsonl")
     assert out.returncode == 0, out.stderr
@@ -132,7 +137,7 @@ def test_three_workers_crawl_what_a_local_crawl_does(redis_url, local_urls, tmp_
         web = srv.web
         procs = start_cluster(srv.web.seeds(), redis_url, "three", tmp_path, 3)
         results = finish(procs)
-    assert [rc for rc, _ in results] == [0, 0, 0], [err[-2000:] for _, err in results]
+    assert [rc for rc, _ in results] == [0, 0, 0], stderrs(results)
     per_worker = [fetched_urls(tmp_path / f"w{i}") for i in range(3)]
     assert sum(1 for urls in per_worker if urls) >= 2, "the work was not shared"
     everything = [u for urls in per_worker for u in urls]
@@ -225,7 +230,7 @@ def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path
         procs.append(spawn("worker", "--redis", redis_url, "--crawl-id", "kill", "-o",
                            str(tmp_path / f"w{victim_index}"), "-q"))
         results = finish(procs)
-    assert [rc for rc, _ in results] == [0, 0, 0], [err[-2000:] for _, err in results]
+    assert [rc for rc, _ in results] == [0, 0, 0], stderrs(results)
     assert all("internal error" not in err for _, err in results)
     state = json.loads(skitter("stats", str(tmp_path / f"w{victim_index}"), "--json").stdout)["state"]
     assert state == "finished"
@@ -330,7 +335,7 @@ def test_max_pages_is_the_clusters_budget(tls_redis, tmp_path):
         procs = [spawn("crawl", *srv.web.seeds(), "-o", str(tmp_path / "w0"), "--redis", redis_url,
                        "--crawl-id", "budget", *COMMON, "--max-pages", str(budget), "--delay", "0.25"), *workers]
         results = finish(procs)
-    assert [rc for rc, _ in results] == [0, 0, 0], [err[-2000:] for _, err in results]
+    assert [rc for rc, _ in results] == [0, 0, 0], stderrs(results)
     per_worker = [fetched_urls(tmp_path / f"w{i}") for i in range(3)]
     total = sum(map(len, per_worker))
     print(f"fetched {[len(u) for u in per_worker]} = {total} of a budget of {budget}")
@@ -391,7 +396,7 @@ def test_two_workers_on_a_redis_cluster(own_cluster, local_urls, tmp_path):
         web = srv.web
         procs = start_cluster(srv.web.seeds(), redis_cluster.url, "cluster", tmp_path, 2, "--strategy", "backlinks")
         results = finish(procs)
-    assert [rc for rc, _ in results] == [0, 0], [err[-2000:] for _, err in results]
+    assert [rc for rc, _ in results] == [0, 0], stderrs(results)
     everything = [u for i in range(2) for u in fetched_urls(tmp_path / f"w{i}")]
     assert len(everything) == len(set(everything))
     assert portless(everything, web) == expected
@@ -433,7 +438,7 @@ def test_max_pages_on_a_redis_cluster(own_cluster, tmp_path):
     with DemoServer(WEB, latency_ms=2) as srv:
         procs = start_cluster(srv.web.seeds(), own_cluster.url, "clusterbudget", tmp_path, 2, "--max-pages", str(budget))
         results = finish(procs)
-    assert [rc for rc, _ in results] == [0, 0], [err[-2000:] for _, err in results]
+    assert [rc for rc, _ in results] == [0, 0], stderrs(results)
     total = sum(len(fetched_urls(tmp_path / f"w{i}")) for i in range(2))
     assert budget - 3 <= total <= budget
     stats = json.loads(skitter("stats", "--redis", own_cluster.url, "--crawl-id", "clusterbudget", "--json").stdout)
@@ -489,7 +494,7 @@ def test_redis_restarted_mid_crawl(redis_servers, local_urls, tmp_path):
         time.sleep(2.0)
         server.start()
         results = finish(procs)
-    assert [rc for rc, _ in results] == [0, 0], [err[-2000:] for _, err in results]
+    assert [rc for rc, _ in results] == [0, 0], stderrs(results)
     everything = [u for i in range(2) for u in fetched_urls(tmp_path / f"w{i}")]
     assert portless(everything, web) >= expected
     # each worker said it was waiting for Redis, once a stall (not a line per failed call), and then
@@ -537,7 +542,7 @@ def test_a_redis_outage_longer_than_the_leases_fetches_nothing_twice(redis_serve
         during = len(requests(log))
         results = finish(procs)
     assert running == [True, True] and during < len(expected) * 0.8, "the crawl ended before the outage"
-    assert [rc for rc, _ in results] == [0, 0], [err[-2000:] for _, err in results]
+    assert [rc for rc, _ in results] == [0, 0], stderrs(results)
     everything = [u for i in range(2) for u in fetched_urls(tmp_path / f"w{i}")]
     assert portless(everything, web) >= expected
     answers: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -673,7 +678,7 @@ last heartbeat on: a worker starved of CPU by the machine's load stops committin
         time.sleep(1.0)
         procs[1] = spawn("worker", "--redis", redis_url, "--crawl-id", "wild", "-o", str(tmp_path / "w1"), "-q")
         results = finish(procs, timeout=180)
-    assert [rc for rc, _ in results] == [0, 0, 0], [err[-2000:] for _, err in results]
+    assert [rc for rc, _ in results] == [0, 0, 0], stderrs(results)
     got = [u for i in range(3) for u in fetched_urls(tmp_path / f"w{i}")]
     assert len(expected) > 800 and unported(got) == expected
     answers: dict[tuple[str, str], list[tuple[float, int]]] = defaultdict(list)
