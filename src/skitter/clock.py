@@ -8,6 +8,7 @@ so that tests can make time jump, or pass a 30-second Crawl-delay in millisecond
 
 from __future__ import annotations
 
+import asyncio
 import time as _time
 from typing import Protocol
 
@@ -28,3 +29,21 @@ class SystemClock:
 
 
 SYSTEM = SystemClock()
+
+
+async def wait_event(event: asyncio.Event, seconds: float | None) -> bool:
+    """``event.wait()`` for at most ``seconds`` (None: no limit): whether it was set.
+
+    Not ``asyncio.wait_for``: in Python 3.11 it drops a cancel that comes as the wait it runs
+    completes (the event set in the same turn of the loop), and a task that loops around such a
+    wait then never ends; a crawl's end, which cancels its tasks and waits for them, hung on one.
+    Here a cancel always reaches the caller."""
+    if event.is_set():
+        return True
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        done, _ = await asyncio.wait((waiter,), timeout=seconds)
+    finally:
+        if not waiter.done():
+            waiter.cancel()
+    return bool(done)

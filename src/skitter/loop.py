@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 from .analyse import Analysis, analyse, archive_only
-from .clock import Clock
+from .clock import Clock, wait_event
 from .config import CrawlConfig
 from .crawllog import crawl_log
 from .decide import Decision, Rules, decide
@@ -139,6 +139,7 @@ class Crawler:
         self.pool: ProcessPool | None = None
         self.state: str | None = None
         self._stopping = False
+        self._ending = False        # the crawl's tasks are being cancelled (_crawl)
         self._interrupted = False
         self._stop_event: asyncio.Event | None = None
         self._tasks: list[asyncio.Task] = []
@@ -206,6 +207,11 @@ class Crawler:
         finally:
             # the watchdog's heartbeat goes last: the others may take seconds to wind down
             # (the index process finishes its update), and the loop runs all along
+            # the loops end by this flag too, not by the cancel alone: Python 3.11's wait_for drops
+            # a cancel that comes as the call it waits for completes (redis-py sends every command
+            # of a cluster client through one), and a committer that lost its cancel went on
+            # committing every 0.25 s while this gather waited for it (a distributed crawl hung)
+            self._ending = True
             for task in (*fetchers, stopper, committer, indexer, planner):
                 task.cancel()
             self._winding_down = {"the committer": committer, "the live index's last step": indexer,
@@ -227,7 +233,7 @@ class Crawler:
 
     async def _fetch_task(self) -> None:
         frontier = self.frontier
-        while not self._stopping:
+        while not self._stopping and not self._ending:
             if self.recrawl is None and not self._budget_left():   # (a recrawl admits first fetches itself)
                 if frontier.in_flight == 0:
                     frontier.stop()
@@ -514,7 +520,7 @@ class Crawler:
 
     # -- around the loop -----------------------------------------------------------------------
     async def _committer(self) -> None:
-        while True:
+        while not self._ending:
             await asyncio.sleep(self.commit_interval)
             self.store.commit()
             if isinstance(self.frontier, Durable):
@@ -600,14 +606,18 @@ class Crawler:
         return "; ".join(parts)
 
 
+_WAIT_EVENT = wait_event.__code__
+
+
 def _awaiting(task: asyncio.Task) -> str:
-    """The innermost of skitter's coroutines a task is suspended in (following ``cr_await``)."""
+    """The innermost of skitter's coroutines a task is suspended in (following ``cr_await``), the
+    helpers that only wait (skitter.clock.wait_event) left out."""
     # a walk over whatever the task awaits: coroutines have cr_code and cr_await, others end it
     coro: Any = task.get_coro()
     name = "?"
     package = os.path.dirname(__file__)
     while coro is not None and hasattr(coro, "cr_code"):
-        if coro.cr_code.co_filename.startswith(package):
+        if coro.cr_code.co_filename.startswith(package) and coro.cr_code is not _WAIT_EVENT:
             name = coro.cr_code.co_name
         coro = coro.cr_await
     return name

@@ -70,7 +70,7 @@ from typing import Any
 
 from redis import exceptions as rex
 
-from ..clock import SYSTEM, Clock
+from ..clock import SYSTEM, Clock, wait_event
 from ..errors import RedisError
 from ..frontier.local import LocalFrontier
 from ..frontier.politeness import Politeness
@@ -683,10 +683,7 @@ class RedisFrontier:
                 timeout = max(0.0, local._timers[0][0] - self.clock.monotonic())
             if self._task is not None:   # the membership task wakes us when work or the end comes
                 timeout = self.heartbeat if timeout is None else min(timeout, self.heartbeat)
-            try:
-                await asyncio.wait_for(local._wake.wait(), timeout)
-            except TimeoutError:
-                pass
+            await wait_event(local._wake, timeout)
         return None
 
     def waiting_for(self) -> str | None:

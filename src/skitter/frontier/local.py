@@ -33,7 +33,7 @@ from collections import deque
 from dataclasses import replace
 from collections.abc import Callable, Iterable, Sequence
 
-from ..clock import SYSTEM, Clock
+from ..clock import SYSTEM, Clock, wait_event
 from ..models import Candidate, Outcome
 from ..store.db import CrawlDB
 from ..urls import fingerprint, host_key
@@ -370,10 +370,7 @@ class LocalFrontier:
                 # clock resolution; waiting that long returns at once and with the loop's time
                 # unchanged, forever in fake time (and as a busy wait in real time)
                 timeout = max(_MIN_WAIT, self._timers[0][0] - self.clock.monotonic())
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout)
-            except TimeoutError:
-                pass
+            await wait_event(self._wake, timeout)
         return None
 
     async def done(self, candidate: Candidate, outcome: Outcome) -> None:

@@ -48,7 +48,7 @@ from collections.abc import Awaitable, Callable
 import xxhash
 
 from ..analyse import Analysis
-from ..clock import Clock
+from ..clock import Clock, wait_event
 from ..config import CrawlConfig
 from ..frontier.base import Rescheduling
 from ..httpdate import http_time
@@ -635,10 +635,7 @@ class Recrawl:
                 if self.until is not None:
                     wait = min(wait, self.until - self.clock.time())
                 if wait > 0:
-                    try:
-                        await asyncio.wait_for(self._soon.wait(), wait)
-                    except TimeoutError:
-                        pass
+                    await wait_event(self._soon, wait)
                 self._soon.clear()
                 rest = PASS_MIN - (self.clock.monotonic() - started)
                 if rest > 0 and (self.until is None or self.clock.time() + rest < self.until):
