@@ -18,8 +18,16 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/skitter demo
 
+# in TEST_WORKERS processes (pytest-xdist), a test module's tests in one of them, so that its
+# module-scoped webs and crawls are built once: the end-to-end tests mostly wait on loopback
+# servers, crawl delays and timeouts, so 4 on two cores take minutes instead of 15. Then the
+# tests marked `alone` (the distributed crawls: processes, outages and kills timed against each
+# other) in one process, with the machine to themselves. TEST_WORKERS=0: all in this process.
+TEST_WORKERS ?= 4
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope -m "not alone"
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m alone
 
 # the linter and the type checker (configured in pyproject.toml); CI runs this before the tests
 check: $(STAMP)

@@ -4,6 +4,14 @@ from pathlib import Path
 # Make the test helpers (tests/hostile.py, ...) importable as top-level modules: `import hostile`.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+# Property tests have no per-example deadline: `make test` runs the suite in several processes on
+# few cores, where an example can wait for a core, and Hypothesis reports an example that met its
+# deadline when run again as a flaky test. What they check is results; speed is measured in bench/.
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile("skitter", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("skitter")
+
 
 # --- real redis-server processes (tests/redis_servers.py) ------------------------------------
 
