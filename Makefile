@@ -21,8 +21,9 @@ demo: $(STAMP)
 # in TEST_WORKERS processes (pytest-xdist), a test module's tests in one of them, so that its
 # module-scoped webs and crawls are built once: the end-to-end tests mostly wait on loopback
 # servers, crawl delays and timeouts, so 4 on two cores take minutes instead of 15. Then the
-# tests marked `alone` (the distributed crawls: processes, outages and kills timed against each
-# other) in one process, with the machine to themselves. TEST_WORKERS=0: all in this process.
+# tests marked `alone` in one process, with the machine to themselves: the distributed crawls
+# (processes, outages and kills timed against each other) and the crawls whose politeness is
+# checked by when requests reached the server. TEST_WORKERS=0: all in this process.
 TEST_WORKERS ?= 4
 
 test: $(STAMP)
