@@ -106,6 +106,17 @@ class StaticSite(ThreadedServer):
         ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
         return web.Response(body=target.read_bytes(), content_type=ctype)
 
+def hub_site(root: Path, pages: int, text: str = "page {i}") -> Path:
+    """``root`` made a site of a home page linking ``pages`` pages, ``/p0.html`` ..., each a
+    paragraph of ``text`` (``{i}``: the page's number). Returns ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "index.html").write_text("<html><body>" + "".join(
+        f'<a href="/p{i}.html">page {i}</a>' for i in range(pages)) + "</body></html>")
+    for i in range(pages):
+        (root / f"p{i}.html").write_text(f"<html><body><p>{text.format(i=i)}</p></body></html>")
+    return root
+
+
 def stored_records(directory: Path) -> int:
     """Fetch records a crawl has committed so far (0 if its database is not there yet)."""
     import sqlite3

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from sites import StaticSite
+from sites import StaticSite, hub_site
 
 # alone (Makefile): politeness is checked from the server's side, by when requests arrived, and on
 # two cores shared with three other test processes a starved server logs arrivals late
@@ -23,12 +23,7 @@ def crawl(*args: str, timeout: float = 180) -> None:
 
 
 def test_a_slow_server_is_given_a_multiple_of_its_response_time(tmp_path):
-    root = tmp_path / "site"
-    root.mkdir()
-    (root / "index.html").write_text("<html><body>" + "".join(
-        f'<a href="/p{i}.html">page {i}</a>' for i in range(5)) + "</body></html>")
-    for i in range(5):
-        (root / f"p{i}.html").write_text(f"<html><body><p>page {i}</p></body></html>")
+    root = hub_site(tmp_path / "site", 5)
     with StaticSite(root, latency=0.1) as site:
         crawl(site.base + "/", "-o", str(tmp_path / "c"), "--delay", "0", "--adaptive-delay", "5",
               "--per-host", "1")

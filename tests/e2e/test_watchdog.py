@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from sites import StaticSite, wait_for_progress
+from sites import StaticSite, hub_site, wait_for_progress
 from skitter.demo.server import DemoServer
 from skitter.demo.web import DemoConfig
 from skitter.store.db import CrawlDB
@@ -43,12 +43,7 @@ def stop_and_time(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: fl
 def test_a_crawl_held_by_a_long_crawl_delay_says_so(tmp_path):
     """Every URL left is on a host with Crawl-delay: 60. The crawl is right to wait, and says why:
     in DIR/crawl.log, DIR/watchdog.json and `skitter stats`, within --stall-after seconds."""
-    root = tmp_path / "site"
-    root.mkdir()
-    (root / "index.html").write_text("<html><body>" + "".join(
-        f'<a href="/p{i}.html">page {i}</a>' for i in range(5)) + "</body></html>")
-    for i in range(5):
-        (root / f"p{i}.html").write_text(f"<html><body><p>page {i}</p></body></html>")
+    root = hub_site(tmp_path / "site", 5)
     out = tmp_path / "c"
     with StaticSite(root, robots_txt="User-agent: *\nCrawl-delay: 60\n") as site:
         proc = subprocess.Popen([*SKITTER, "crawl", site.base + "/", "-o", str(out), "--delay", "0",
@@ -169,12 +164,7 @@ def test_a_crawl_whose_end_waits_says_for_what(tmp_path):
     within --stall-after seconds, naming it; the lock released, the crawl ends with its index."""
     import sqlite3
 
-    root = tmp_path / "site"
-    root.mkdir()
-    (root / "index.html").write_text("<html><body>" + "".join(
-        f'<a href="/p{i}.html">page {i}</a>' for i in range(3)) + "</body></html>")
-    for i in range(3):
-        (root / f"p{i}.html").write_text(f"<html><body><p>lighthouse keeper {i}</p></body></html>")
+    root = hub_site(tmp_path / "site", 3, "lighthouse keeper {i}")
     out = tmp_path / "c"
     out.mkdir()
     holder = sqlite3.connect(out / "index.db", isolation_level=None)
