@@ -205,15 +205,16 @@ class Crawler:
         try:
             await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            # the watchdog's heartbeat goes last: the others may take seconds to wind down
-            # (the index process finishes its update), and the loop runs all along
-            # the loops end by this flag too, not by the cancel alone: Python 3.11's wait_for drops
+            # The loops end by this flag too, not by the cancel alone: Python 3.11's wait_for drops
             # a cancel that comes as the call it waits for completes (redis-py sends every command
             # of a cluster client through one), and a committer that lost its cancel went on
-            # committing every 0.25 s while this gather waited for it (a distributed crawl hung)
+            # committing every 0.25 s while this gather waited for it (a distributed crawl hung).
             self._ending = True
             for task in (*fetchers, stopper, committer, indexer, planner):
                 task.cancel()
+            # the watchdog's heartbeat goes last: the others may take seconds to wind down (the
+            # index process finishes its step), and the loop runs all along; a stall report
+            # names which of them the end waits for
             self._winding_down = {"the committer": committer, "the live index's last step": indexer,
                                   "the recrawl's planner": planner}
             results = await asyncio.gather(*fetchers, stopper, committer, indexer, planner, return_exceptions=True)
@@ -601,8 +602,6 @@ class Crawler:
         ending = [f"{what} (in {_awaiting(task)})" for what, task in self._winding_down.items() if not task.done()]
         if ending:
             parts.append("the crawl is ending and waits for " + ", ".join(ending))
-        elif self._tasks and not where:
-            parts.append("every fetch task has ended")
         return "; ".join(parts)
 
 
