@@ -33,6 +33,9 @@ COMMON = ["--delay", str(DELAY), "--per-host", "1", "--concurrency", "8", "--ada
           "--analysis-processes", "0", "--index-interval", "-1", "--quiet"]
 TIMING = "0.2,1.0,1.5"   # heartbeat, member TTL, lease TTL (s): a dead worker's hosts move within ~2 s
 WEB = DemoConfig(hosts=6, pages=240, seed=7, crawl_delay=0)
+# For the tests that need each of two workers to crawl: the ring gives all of 6 hosts to one of two
+# workers once in 32 crawls (worker names are random), all of 12 once in 2,048.
+WIDE = DemoConfig(hosts=12, pages=240, seed=7, crawl_delay=0)
 
 
 def skitter(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -46,13 +49,25 @@ def spawn(*args: str) -> subprocess.Popen:
 
 
 def start_cluster(seeds: list[str], url: str, crawl_id: str, tmp_path, workers: int,
-                  *options: str) -> list[subprocess.Popen]:
+                  *options: str, workers_first: bool = False) -> list[subprocess.Popen]:
     """``crawl --redis`` (with ``options``) into tmp_path/w0 and ``workers - 1`` workers into w1, w2,
-    ...: the processes."""
-    procs = [spawn("crawl", *seeds, "-o", str(tmp_path / "w0"), "--redis", url, "--crawl-id", crawl_id, *COMMON,
-                   *options)]
-    return procs + [spawn("worker", "--redis", url, "--crawl-id", crawl_id, "-o", str(tmp_path / f"w{i}"), "-q")
-                    for i in range(1, workers)]
+    ...: the processes. ``workers_first``: the workers are started first and the crawl once each
+    says it waits for it, so that they join at its start (a worker takes a second or more to start
+    and join on a busy machine: a short crawl could end without it)."""
+    def crawl() -> subprocess.Popen:
+        return spawn("crawl", *seeds, "-o", str(tmp_path / "w0"), "--redis", url, "--crawl-id", crawl_id, *COMMON,
+                     *options)
+
+    procs = [] if workers_first else [crawl()]
+    procs += [spawn("worker", "--redis", url, "--crawl-id", crawl_id, "-o", str(tmp_path / f"w{i}"), "-q")
+              for i in range(1, workers)]
+    if workers_first:
+        for w in procs:
+            assert select.select([w.stderr], [], [], 60)[0], "a worker did not start"
+            line = w.stderr.readline()
+            assert f"waiting for crawl '{crawl_id}' to be created" in line, line
+        procs.insert(0, crawl())
+    return procs
 
 
 def finish(procs: list[subprocess.Popen], timeout: float = 60) -> list[tuple[int, str]]:
@@ -121,16 +136,26 @@ def redis_url(tmp_path_factory):
         server.kill()
 
 
-@pytest.fixture(scope="module")
-def local_urls(tmp_path_factory):
-    """What a local crawl of the same web fetches (the reference)."""
-    tmp = tmp_path_factory.mktemp("local")
-    with DemoServer(WEB, latency_ms=2) as srv:
+def crawled_locally(config: DemoConfig, tmp: Path):
+    """What a local crawl of the web ``config`` makes fetches (the reference): its web, its URLs."""
+    with DemoServer(config, latency_ms=2) as srv:
         res = skitter("crawl", *srv.web.seeds(), "-o", str(tmp / "crawl"), *COMMON)
         assert res.returncode == 0, res.stderr
         web = srv.web
     urls = fetched_urls(tmp / "crawl")
     return web, portless(urls, web)
+
+
+@pytest.fixture(scope="module")
+def local_urls(tmp_path_factory):
+    """What a local crawl of WEB fetches."""
+    return crawled_locally(WEB, tmp_path_factory.mktemp("local"))
+
+
+@pytest.fixture(scope="module")
+def wide_urls(tmp_path_factory):
+    """What a local crawl of WIDE fetches."""
+    return crawled_locally(WIDE, tmp_path_factory.mktemp("wide"))
 
 
 def test_three_workers_crawl_what_a_local_crawl_does(redis_url, local_urls, tmp_path):
@@ -330,13 +355,8 @@ def test_max_pages_is_the_clusters_budget(tls_redis, tmp_path):
         # the workers first, waiting for the crawl, and a longer delay (the last --delay wins): 60
         # pages at 0.05 s a host take the crawl's creator about a second, less than a worker takes
         # to start and join on a busy machine
-        workers = [spawn("worker", "--redis", redis_url, "--crawl-id", "budget", "-o", str(tmp_path / f"w{i}"),
-                         "-q") for i in (1, 2)]
-        for w in workers:
-            assert select.select([w.stderr], [], [], 60)[0], "a worker did not start"
-            assert "waiting for crawl 'budget' to be created" in w.stderr.readline()
-        procs = [spawn("crawl", *srv.web.seeds(), "-o", str(tmp_path / "w0"), "--redis", redis_url,
-                       "--crawl-id", "budget", *COMMON, "--max-pages", str(budget), "--delay", "0.25"), *workers]
+        procs = start_cluster(srv.web.seeds(), redis_url, "budget", tmp_path, 3, "--max-pages", str(budget),
+                              "--delay", "0.25", workers_first=True)
         results = finish(procs)
     assert [rc for rc, _ in results] == [0, 0, 0], stderrs(results)
     per_worker = [fetched_urls(tmp_path / f"w{i}") for i in range(3)]
@@ -389,15 +409,16 @@ def own_cluster(tmp_path):
         yield cluster
 
 
-def test_two_workers_on_a_redis_cluster(own_cluster, local_urls, tmp_path):
+def test_two_workers_on_a_redis_cluster(own_cluster, wide_urls, tmp_path):
     """The same crawl on the three-node Redis Cluster: every key of a host in one slot (hash tags),
     the seen set spread over the nodes; by in-link counts (backlinks), which are the cluster's: a
     URL linked from pages of both workers has the sum of their links."""
-    _, expected = local_urls
+    _, expected = wide_urls
     redis_cluster = own_cluster
-    with DemoServer(WEB, latency_ms=2) as srv:
+    with DemoServer(WIDE, latency_ms=2) as srv:
         web = srv.web
-        procs = start_cluster(srv.web.seeds(), redis_cluster.url, "cluster", tmp_path, 2, "--strategy", "backlinks")
+        procs = start_cluster(srv.web.seeds(), redis_cluster.url, "cluster", tmp_path, 2, "--strategy", "backlinks",
+                              workers_first=True)
         results = finish(procs)
     assert [rc for rc, _ in results] == [0, 0], stderrs(results)
     everything = [u for i in range(2) for u in fetched_urls(tmp_path / f"w{i}")]
@@ -512,20 +533,22 @@ def test_redis_restarted_mid_crawl(redis_servers, local_urls, tmp_path):
                    if "Redis" in line and "unreachable" not in line and "waiting for crawl" not in line), err[-2000:]
 
 
-def test_a_redis_outage_longer_than_the_leases_fetches_nothing_twice(redis_servers, local_urls, tmp_path):
+def test_a_redis_outage_longer_than_the_leases_fetches_nothing_twice(redis_servers, wide_urls, tmp_path):
     """Redis hung (SIGSTOP) mid-crawl for twice a lease's time and three times a member's: the
     leases lapse and no heartbeat gets through. When Redis answers again no worker has taken
     another's hosts (each one's own heartbeats stopped too: the others count as alive for a
     member's time) and no one acquired a host, so each worker takes its lapsed leases back and
     writes the URLs it fetched meanwhile: every page, and none requested twice (without the
     take-back those URLs were fenced and fetched again by the hosts' next holders)."""
-    _, expected = local_urls
+    _, expected = wide_urls
     server = redis_servers()
     log = tmp_path / "access.jsonl"
-    with DemoServer(WEB, latency_ms=2, access_log=log) as srv:
+    with DemoServer(WIDE, latency_ms=2, access_log=log) as srv:
         web = srv.web
-        # (a delay of 0.2 s: the crawl takes 8 s or more, so that it is still under way at the hang)
-        procs = start_cluster(srv.web.seeds(), server.url, "outage", tmp_path, 2, "--delay", "0.2")
+        # (a delay of 0.4 s, 20 pages a host: the crawl takes 8 s or more, so that it is still under
+        # way at the hang)
+        procs = start_cluster(srv.web.seeds(), server.url, "outage", tmp_path, 2, "--delay", "0.4",
+                              workers_first=True)
         # both workers members and crawling, the hosts parted between them (a lease request sent just
         # before the hang and run just after it: tests/unit/test_redis_frontier.py)
         deadline = time.monotonic() + 60
