@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import warcio.archiveiterator
 
-from sites import wait_for_progress
+from sites import StaticSite, hub_site, wait_for_progress
 from skitter.demo.server import DemoServer
 from skitter.demo.web import DemoConfig
 
@@ -135,6 +135,34 @@ def test_kill_9_resume_equals_uninterrupted(tmp_path):
             it = warcio.archiveiterator.ArchiveIterator(fh)
             rec = next(iter(it))
             assert rec.rec_headers.get_header("WARC-Target-URI") == url
+
+
+def test_a_crawl_killed_and_resumed_at_once_keeps_the_hosts_crawl_delay(tmp_path):
+    """kill -9 and the same command again at once: the resumed crawl's first request to the host
+    (robots.txt, read again) comes a Crawl-delay after the killed crawl's last, not as soon as the
+    new process is up (a request under way at the kill was never recorded: each host waits a gap)."""
+    delay = 2.0
+    root = hub_site(tmp_path / "site", 10)
+    with StaticSite(root, robots_txt=f"User-agent: *\nCrawl-delay: {delay:g}\n") as site:
+        cmd = [sys.executable, "-m", "skitter", "crawl", site.base + "/", "-o", str(tmp_path / "c"),
+               "--delay", "0.1", "--adaptive-delay", "0", "--quiet"]
+
+        def pages() -> int:
+            return sum(1 for hit in list(site.log) if hit.path != "/robots.txt")
+
+        for _ in range(2):   # killed after its first page, resumed at once (and killed again)
+            before = pages()
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.time() + 60
+            while time.time() < deadline and proc.poll() is None and pages() == before:
+                time.sleep(0.02)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        hits = sorted(site.log, key=lambda h: h.t0)
+    # ("/" again when the kill came before its commit: it was never recorded)
+    assert [h.path for h in hits][:3] == ["/robots.txt", "/", "/robots.txt"] and len(hits) == 4, hits
+    gaps = [round(b.t0 - a.t0, 3) for a, b in zip(hits, hits[1:])]
+    assert min(gaps) >= delay - 0.05, f"requests closer than the Crawl-delay of {delay:g} s: {gaps}"
 
 
 def test_a_crawl_directory_keyed_by_fp_resumes_after_kill_9(tmp_path):

@@ -133,11 +133,18 @@ class LocalFrontier:
 
     # -- resume ----------------------------------------------------------------------------
     def _load(self, now: float) -> None:
+        """The hosts with URLs queued on disk (a resumed crawl). Each waits one gap before its
+        first request (robots.txt's Crawl-delay as last read, or --delay): the crawl before may
+        have been killed with a request to it under way that it never recorded, or may have ended
+        a moment ago, and a restart is no reason to come back sooner than the host asked."""
+        delays = dict(self.db.conn.execute("SELECT origin, crawl_delay FROM robots WHERE crawl_delay > 0"))
         for host, ready, waiting, next_due in self.db.conn.execute(
                 "SELECT host, sum(due IS NULL), sum(due IS NOT NULL), min(due) FROM urls WHERE state = 0"
                 " GROUP BY host"):
             h = self._host(host)
             h.ready, h.waiting, h.next_due = ready, waiting, next_due
+            h.clock.crawl_delay = delays.get(host, 0.0)
+            h.clock.next_time = now + h.clock.gap()
             self._queued += ready + waiting
             self._schedule(h, now)
 
