@@ -137,6 +137,47 @@ def test_a_cluster_node_gives_a_cluster_client(redis_cluster):
         run(connect(redis_cluster.url.replace("/0", "/1")))
 
 
+def test_a_command_unanswered_times_out_whatever_redis_pys_default(redis_servers, redis_cluster, monkeypatch):
+    """The clients' read timeout is skitter's (COMMAND_TIMEOUT, or SKITTER_REDIS_COMMAND_TIMEOUT),
+    not redis-py's default, which moved from none (redis-py 5) to 5 s (8.1): a Redis that stopped
+    answering (SIGSTOP) is a timeout, an outage the worker waits out, after that long."""
+    import signal
+    import time
+
+    from redis.exceptions import TimeoutError as RedisTimeout
+
+    from skitter.distributed.redis_url import COMMAND_TIMEOUT
+
+    async def timeouts(url: str) -> list[float]:
+        client = await connect(url)
+        try:
+            if isinstance(client, RedisCluster):
+                return [node.connection_kwargs["socket_timeout"] for node in client.get_nodes()]
+            return [client.connection_pool.connection_kwargs["socket_timeout"]]
+        finally:
+            await client.aclose()
+
+    server = redis_servers()
+    assert run(timeouts(server.url)) == [COMMAND_TIMEOUT] == [60.0]
+    assert set(run(timeouts(redis_cluster.url))) == {COMMAND_TIMEOUT}
+    monkeypatch.setenv("SKITTER_REDIS_COMMAND_TIMEOUT", "0.5")
+    assert set(run(timeouts(redis_cluster.url))) == {0.5}
+
+    async def stopped() -> float:
+        client = await connect(server.url)
+        try:
+            server.proc.send_signal(signal.SIGSTOP)
+            t0 = time.monotonic()
+            with pytest.raises(RedisTimeout):
+                await client.get("k")
+            return time.monotonic() - t0
+        finally:
+            server.proc.send_signal(signal.SIGCONT)
+            await client.aclose()
+
+    assert 0.4 < run(stopped()) < 10
+
+
 def test_tls(redis_servers, tmp_path, monkeypatch):
     pytest.importorskip("trustme")
     from redis_servers import TLSFiles

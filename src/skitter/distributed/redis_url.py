@@ -17,6 +17,7 @@ as :func:`RedisTarget.redacted` does.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
@@ -33,6 +34,11 @@ __all__ = ["RedisTarget", "parse_redis_url", "connect"]
 
 DEFAULT_PORT = 6379
 CONNECT_TIMEOUT = 5.0
+# The read timeout of a worker's client, set here because redis-py's default moved (none in
+# redis-py 5, 5 s in 8.1): long enough for the largest reply a worker asks for (a host's whole queue,
+# when it takes the host over: 150 MB for a million URLs), short enough that a Redis gone silent
+# (a network that drops everything) is said and waited out within a minute, never hung on.
+COMMAND_TIMEOUT = 60.0
 FORMS = "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or rediss://... for TLS"
 
 
@@ -100,14 +106,15 @@ async def connect(url: str, *, timeout: float = CONNECT_TIMEOUT,  # noqa: ASYNC1
     Raises :class:`RedisURLError` for a malformed URL (or a database other than 0 on a
     cluster) and :class:`RedisError` when the server cannot be used: refused or unreachable,
     a TLS failure, a wrong or missing password, no answer within ``timeout`` seconds (those
-    that say it cannot be reached are :class:`RedisUnreachable`). ``command_timeout``: a read
-    timeout for the client returned (seconds; None: none, as a worker wants).
+    that say it cannot be reached are :class:`RedisUnreachable`). ``command_timeout``: the read
+    timeout of the client returned, in seconds (default :data:`COMMAND_TIMEOUT`): a command
+    unanswered that long is an outage to wait out, as a connection lost is.
     """
     target = parse_redis_url(url)   # (``timeout`` is the sockets', not an asyncio deadline)
     # Database 0, as a cluster refuses SELECT; a read timeout, as a server that accepts the
     # connection and never answers would otherwise hang here; no retries, which back off for
     # seconds (redis-py retries an AuthenticationError too). The client returned keeps
-    # redis-py's retries and has no read timeout: its callers know how long a command may take.
+    # redis-py's retries and its read timeout (see command_timeout).
     probe = Redis(socket_timeout=timeout, retry=Retry(NoBackoff(), 0), **target.client_options(timeout))
     try:
         await probe.ping()
@@ -121,8 +128,9 @@ async def connect(url: str, *, timeout: float = CONNECT_TIMEOUT,  # noqa: ASYNC1
                             "drop the /DB from the URL")
     client: Redis | RedisCluster
     options = target.client_options(timeout)
-    if command_timeout is not None:
-        options["socket_timeout"] = command_timeout
+    if command_timeout is None:   # (SKITTER_REDIS_COMMAND_TIMEOUT: the tests' shorter one)
+        command_timeout = float(os.environ.get("SKITTER_REDIS_COMMAND_TIMEOUT") or COMMAND_TIMEOUT)
+    options["socket_timeout"] = command_timeout
     try:
         if cluster:
             client = RedisCluster(**options)
