@@ -533,13 +533,19 @@ def test_redis_restarted_mid_crawl(redis_servers, local_urls, tmp_path):
                    if "Redis" in line and "unreachable" not in line and "waiting for crawl" not in line), err[-2000:]
 
 
-def test_a_redis_outage_longer_than_the_leases_fetches_nothing_twice(redis_servers, wide_urls, tmp_path):
+@pytest.mark.parametrize("read_timeout", [None, "1"], ids=["calls-wait", "calls-time-out"])
+def test_a_redis_outage_longer_than_the_leases_fetches_nothing_twice(redis_servers, wide_urls, tmp_path,
+                                                                     read_timeout, monkeypatch):
     """Redis hung (SIGSTOP) mid-crawl for twice a lease's time and three times a member's: the
     leases lapse and no heartbeat gets through. When Redis answers again no worker has taken
     another's hosts (each one's own heartbeats stopped too: the others count as alive for a
     member's time) and no one acquired a host, so each worker takes its lapsed leases back and
     writes the URLs it fetched meanwhile: every page, and none requested twice (without the
-    take-back those URLs were fenced and fetched again by the hosts' next holders)."""
+    take-back those URLs were fenced and fetched again by the hosts' next holders). The calls
+    under way wait for Redis, or (a read timeout of 1 s) time out and are tried again while
+    Redis still holds them, to run when it wakes."""
+    if read_timeout:
+        monkeypatch.setenv("SKITTER_REDIS_COMMAND_TIMEOUT", read_timeout)
     _, expected = wide_urls
     server = redis_servers()
     log = tmp_path / "access.jsonl"
