@@ -159,9 +159,40 @@ def run_crawl(directory: Path, config: CrawlConfig, *, quiet: bool = False, titl
         from rich.console import Console
 
         Console().print(render(summary))
+    _say_seeds_not_fetched(directory)
     if interrupted:
         click.echo(f"interrupted: run the same command to resume the crawl in {directory}", err=True)
     return summary
+
+
+SEEDS_SAID = 5   # seeds not fetched named one a line at the end of a crawl; the rest counted
+
+
+def _say_seeds_not_fetched(directory: Path) -> None:
+    """A warning line (stderr and crawl.log, --quiet or not) for each seed that got no response:
+    its host unreachable, robots.txt unreachable or disallowing it, a bad address. The crawl goes
+    on and exits 0 (its other seeds may have done well), but a user whose one seed was a typo or a
+    host that is down should not have to read the export to find out."""
+    import logging
+
+    from .crawllog import crawl_log
+    from .store.db import DB_NAME, connect
+
+    conn = connect(directory / DB_NAME, readonly=True)
+    try:
+        rows = conn.execute("SELECT url, error FROM fetches WHERE depth = 0 AND status IS NULL"
+                            " AND error IS NOT NULL ORDER BY id").fetchall()
+    finally:
+        conn.close()
+    if not rows:
+        return
+    log = logging.getLogger("skitter.crawl")
+    with crawl_log(directory):
+        for url, error in rows[:SEEDS_SAID]:
+            log.warning("seed %s was not fetched: %s", url, error)
+        if len(rows) > SEEDS_SAID:
+            log.warning("%d more seeds were not fetched (`skitter export %s` says why)", len(rows) - SEEDS_SAID,
+                        directory)
 
 
 class _Figures:

@@ -56,6 +56,11 @@ def test_unreachable_host_is_recorded_not_fatal(tmp_path):
     recs = [json.loads(l) for l in out.stdout.splitlines()]
     assert recs and all(r["status"] is None for r in recs)
     assert any((r["error"] or "").startswith(("connect", "robots")) for r in recs)
+    # said in one line, --quiet or not (and kept in crawl.log)
+    line = f"skitter: WARNING: seed http://127.0.0.1:{port}/ was not fetched: robots: robots.txt unreachable"
+    assert res.stderr.startswith(line) and "connection refused" in res.stderr, res.stderr
+    assert len(res.stderr.splitlines()) == 1, res.stderr
+    assert line.split("WARNING: ")[1] in (d / "crawl.log").read_text()
 
 
 def test_bad_export_format(tmp_path):
