@@ -181,7 +181,7 @@ def _say_seeds_not_fetched(directory: Path) -> None:
     conn = connect(directory / DB_NAME, readonly=True)
     try:
         rows = conn.execute("SELECT url, error FROM fetches WHERE depth = 0 AND status IS NULL"
-                            " AND error IS NOT NULL ORDER BY id").fetchall()
+                            " AND error IS NOT NULL ORDER BY rowid").fetchall()
     finally:
         conn.close()
     if not rows:
