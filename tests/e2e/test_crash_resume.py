@@ -165,6 +165,47 @@ def test_a_crawl_killed_and_resumed_at_once_keeps_the_hosts_crawl_delay(tmp_path
     assert min(gaps) >= delay - 0.05, f"requests closer than the Crawl-delay of {delay:g} s: {gaps}"
 
 
+class _Unavailable(StaticSite):
+    """A hub site whose first page answers 503 with a Retry-After."""
+
+    def __init__(self, root: Path, retry_after: int) -> None:
+        super().__init__(root)
+        self.retry_after = retry_after
+
+    async def respond(self, request):
+        from aiohttp import web
+
+        if request.path == "/p0.html":
+            return web.Response(status=503, text="busy", headers={"Retry-After": str(self.retry_after)})
+        return await super().respond(request)
+
+
+def test_a_crawl_killed_and_resumed_at_once_keeps_a_retry_after(tmp_path):
+    """A 503 asked the host to wait 4 s; the crawl, killed just after it stored that answer and run
+    again at once, sends nothing to the host before the 4 s are over (robots.txt included)."""
+    wait = 4.0
+    with _Unavailable(hub_site(tmp_path / "site", 3), int(wait)) as site:
+        cmd = [sys.executable, "-m", "skitter", "crawl", site.base + "/", "-o", str(tmp_path / "c"),
+               "--delay", "0.1", "--adaptive-delay", "0", "--quiet"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        while time.time() < deadline and proc.poll() is None and not any(h.status == 503 for h in list(site.log)):
+            time.sleep(0.02)
+        time.sleep(COMMIT_INTERVAL + 0.5)   # the 503 committed
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        asked = next(h for h in site.log if h.status == 503)
+        resumed = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        while time.time() < deadline and resumed.poll() is None and not [h for h in list(site.log) if h.t0 > asked.t1]:
+            time.sleep(0.02)
+        resumed.kill()
+        resumed.wait(timeout=10)
+        after = [h for h in site.log if h.t0 > asked.t1]
+    assert after, "the resumed crawl sent nothing"
+    assert after[0].t0 - asked.t1 >= wait - 0.05, (after[0], round(after[0].t0 - asked.t1, 3))
+
+
 def test_a_crawl_directory_keyed_by_fp_resumes_after_kill_9(tmp_path):
     """Crawl directories made before stop 14 keep ``urls``, ``fetches`` and ``pages`` keyed by fp
     (skitter.store.db, "Row order"): a crawl in one, killed and resumed, ends as a crawl in a new

@@ -136,15 +136,22 @@ class LocalFrontier:
         """The hosts with URLs queued on disk (a resumed crawl). Each waits one gap before its
         first request (robots.txt's Crawl-delay as last read, or --delay): the crawl before may
         have been killed with a request to it under way that it never recorded, or may have ended
-        a moment ago, and a restart is no reason to come back sooner than the host asked."""
-        delays = dict(self.db.conn.execute("SELECT origin, crawl_delay FROM robots WHERE crawl_delay > 0"))
-        for host, ready, waiting, next_due in self.db.conn.execute(
+        a moment ago, and a restart is no reason to come back sooner than the host asked. A host
+        held by a Retry-After (or robots.txt's retry) stays held as long as it was asked to be
+        (``host_holds``)."""
+        conn = self.db.conn
+        delays = dict(conn.execute("SELECT origin, crawl_delay FROM robots WHERE crawl_delay > 0"))
+        epoch = now + self._epoch
+        holds = dict(conn.execute("SELECT host, until FROM host_holds WHERE until > ?", (epoch,)))
+        for host, ready, waiting, next_due in conn.execute(
                 "SELECT host, sum(due IS NULL), sum(due IS NOT NULL), min(due) FROM urls WHERE state = 0"
                 " GROUP BY host"):
             h = self._host(host)
             h.ready, h.waiting, h.next_due = ready, waiting, next_due
             h.clock.crawl_delay = delays.get(host, 0.0)
             h.clock.next_time = now + h.clock.gap()
+            if host in holds:
+                h.clock.back_off(now, holds[host] - epoch)
             self._queued += ready + waiting
             self._schedule(h, now)
 
@@ -406,6 +413,9 @@ class LocalFrontier:
         if outcome.retry_after:
             h.clock.back_off(now, outcome.retry_after)
         self.db.ensure_tx()
+        if outcome.retry_after:   # kept for a resumed crawl (_load)
+            self.db.conn.execute("INSERT OR REPLACE INTO host_holds (host, until) VALUES (?, ?)",
+                                 (h.key, h.clock.backed_off + self._epoch))
         if outcome.due is None:
             self.db.conn.execute("UPDATE urls SET state = 2 WHERE fp = ?", (fp,))
         else:

@@ -27,7 +27,10 @@ that touches it; the index entries are 20 bytes, so their leaves are few and sta
 - ``contents``  the content-seen test: content hash -> first URL with that body.
 - ``near_sketches`` the near-duplicate index's sketches (seed 004 winnowing; skitter.dedup): one
                 row (page fingerprint, sketch as a BLOB) a page, rebuilt into memory on open.
-- ``robots``    robots.txt fetches per origin (status, sitemaps) for stats.
+- ``robots``    robots.txt fetches per origin (status, Crawl-delay, sitemaps) for stats, and the
+                Crawl-delay a resumed crawl's hosts wait before their first request.
+- ``host_holds`` a host's hold from a Retry-After or a robots.txt retry (until: epoch seconds),
+                written with the fetch that asked for it, kept by a resumed crawl.
 - ``forms``     with ``--forms`` (issue #22, :mod:`skitter.store.forms`): every distinct form found
                 (its key, page, action, method, the form with its inputs' kinds and options as
                 JSON), whether it may be submitted and why not, and a searchable one's planner
@@ -141,6 +144,7 @@ CREATE TABLE IF NOT EXISTS near_sketches (doc_id INTEGER NOT NULL, sketch BLOB N
 CREATE TABLE IF NOT EXISTS robots (
     origin TEXT PRIMARY KEY, fetched_at TEXT, outcome TEXT, crawl_delay REAL, sitemaps TEXT
 );
+CREATE TABLE IF NOT EXISTS host_holds (host TEXT PRIMARY KEY, until REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS forms (
     id INTEGER PRIMARY KEY,
     key TEXT NOT NULL UNIQUE,
