@@ -173,15 +173,19 @@ def _say_seeds_not_fetched(directory: Path) -> None:
     its host unreachable, robots.txt unreachable or disallowing it, a bad address. The crawl goes
     on and exits 0 (its other seeds may have done well), but a user whose one seed was a typo or a
     host that is down should not have to read the export to find out."""
+    import json
     import logging
 
     from .crawllog import crawl_log
     from .store.db import DB_NAME, connect
 
     conn = connect(directory / DB_NAME, readonly=True)
-    try:
-        rows = conn.execute("SELECT url, error FROM fetches WHERE depth = 0 AND status IS NULL"
-                            " AND error IS NOT NULL ORDER BY rowid").fetchall()
+    try:   # the seeds as the crawl stored them (canonical); a recrawl's sitemaps and revisits have depth 0 too
+        stored = conn.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
+        seeds = set(json.loads(stored[0]).get("seeds", ())) if stored else set()
+        rows = [(url, error) for url, error in conn.execute(
+            "SELECT url, error FROM fetches WHERE depth = 0 AND status IS NULL AND error IS NOT NULL"
+            " ORDER BY rowid") if url in seeds]
     finally:
         conn.close()
     if not rows:

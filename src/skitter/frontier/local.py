@@ -410,10 +410,9 @@ class LocalFrontier:
             h.clock.cancelled(-1 if token is None else token)
             if h.scheduled and h.ready_priority is None:
                 h.scheduled = False   # its time may have gone back: re-time its timer
-        if outcome.retry_after:
-            h.clock.back_off(now, outcome.retry_after)
         self.db.ensure_tx()
-        if outcome.retry_after:   # kept for a resumed crawl (_load)
+        if outcome.retry_after:   # the hold kept for a resumed crawl too (_load)
+            h.clock.back_off(now, outcome.retry_after)
             self.db.conn.execute("INSERT OR REPLACE INTO host_holds (host, until) VALUES (?, ?)",
                                  (h.key, h.clock.backed_off + self._epoch))
         if outcome.due is None:
