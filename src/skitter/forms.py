@@ -563,7 +563,8 @@ class FormPlanner:
     combined template is tested and kept like any other.
 
     *Iterative probing.* A text box gets, first, the seed words (``--topic`` and ``--form-words``),
-    in order; then the words of the reported result pages, which grow with every page the site
+    in order; then the empty query, once (many sites list every record for it: a blog's ``?s=``);
+    then the words of the reported result pages, which grow with every page the site
     returns (stop words, words of fewer than three letters and the site's chrome, words on more than
     half of the result pages, are skipped); the labels of the form's options (the enumerated inputs
     ask them already) and the words of the form's page come last, after every result word. A text
@@ -724,6 +725,8 @@ class FormPlanner:
         for w in self.seeds:
             if w not in tried:
                 return w
+        if "" not in tried:   # the empty query: many sites list every record for it (a blog's ?s=)
+            return ""
         tops = self._band_tops(t)
         if tops:
             return tops[max(tops, key=lambda band: (self._band_score(t, band), band))][1]
@@ -944,12 +947,18 @@ def is_result_page(submission: str, url: str) -> bool:
     """Whether ``url`` is a further page of the results of ``submission``: the same host and path,
     every pair the submission sent, and a name it did not send (``page=2``, ``start=10``). A site's
     next-page links often leave out the empty fields (``?q=&c=a`` goes on at ``?c=a&page=2``): when
-    the submission sent a field with a value, its empty ones may be missing."""
+    the submission sent a field with a value, its empty ones may be missing. An empty query (every
+    field empty) may go on with none of them (``?q=&c=`` at ``?page=2``), but not with one of them
+    set (``?q=x&page=2`` is another query)."""
     parts, other = urlsplit(submission), urlsplit(url)
     if other.path != parts.path or other.netloc != parts.netloc:
         return False
     sent = parse_qsl(parts.query, keep_blank_values=True)
     got = parse_qsl(other.query, keep_blank_values=True)
     names = {k for k, _ in sent}
-    need = [p for p in sent if p[1]] or sent
-    return any(k not in names for k, _ in got) and all(p in got for p in need)
+    if not any(k not in names for k, _ in got):
+        return False
+    need = [p for p in sent if p[1]]
+    if not need:
+        return all(not v for k, v in got if k in names)
+    return all(p in got for p in need)

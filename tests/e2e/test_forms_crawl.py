@@ -363,3 +363,57 @@ def test_hidden_sites_a_hold_out_tester_wrote(tmp_path, name):
     assert got["share"] >= 0.9, got
     assert all(method == "GET" for method, _ in log)
     assert not [p for _, p in log if p.startswith(("/signup", "/account/enter", "/rate"))]
+
+
+class QuietBlog:
+    """A blog whose search is the only way to its posts (a static front page, no archive links),
+    with a text box ``s`` and nothing else, on the front page itself (``/?s=``, as WordPress).
+    None of the front page's words is in a post (the posts' words are invented), so probing with
+    them finds nothing; the empty query lists every post, ten a page (``&paged=2``), as WordPress
+    does."""
+
+    def __init__(self, n: int = 57) -> None:
+        import random
+
+        rng = random.Random(5)
+        syll = ["ka", "lo", "mi", "nu", "re", "sa", "to", "vi", "ze", "qu"]
+        vocab = ["".join(rng.choice(syll) for _ in range(3)) for _ in range(300)]
+        self.posts = {f"/{2020 + i % 5}/{i:03d}-{vocab[i]}/": " ".join(rng.choices(vocab, k=40)) for i in range(n)}
+
+    def respond(self, path_qs: str) -> Response:
+        path, _, query = path_qs.partition("?")
+        p = dict(parse_qsl(query, keep_blank_values=True))
+        form = '<form role="search" action="/" method="get"><input type="search" name="s" placeholder="Search …"></form>'
+        if path == "/robots.txt":
+            return Response(200, [("Content-Type", "text/plain")], b"User-agent: *\nAllow: /\n")
+        if path == "/" and "s" in p:
+            q = p["s"].strip().lower()
+            hits = [u for u, text in self.posts.items() if not q or q in text.split()]
+            page = int(p.get("paged", "1"))
+            shown = hits[(page - 1) * 10:page * 10]
+            more = (f'<a href="/?{html.escape(urlencode({"s": p["s"], "paged": page + 1}))}">Older posts</a>'
+                    if page * 10 < len(hits) else "")
+            items = "".join(f'<li><a href="{u}">{u.strip("/")}</a></li>' for u in shown)
+            body = f"<ul>{items}</ul>{more}" if shown else "<p>Nothing matched your search terms.</p>"
+        elif path == "/":
+            body = "<p>Hello and welcome to my little corner. Use the box below.</p>"
+        elif path in self.posts:
+            body = f"<article><p>{self.posts[path]}</p></article>"
+        else:
+            return Response(404, [("Content-Type", "text/html")], b"<p>not found</p>")
+        page_html = f"<html><head><title>Journal</title></head><body><h1>Journal</h1>{body}{form}</body></html>"
+        return Response(200, [("Content-Type", "text/html; charset=utf-8")], page_html.encode())
+
+
+def test_a_search_whose_words_are_nowhere_on_the_site_is_probed_empty(tmp_path) -> None:
+    """The front page's words find no post; the empty query lists them all: the planner submits
+    it (after any --form-words, before the page's words) and reaches every post through its
+    result pages."""
+    blog = QuietBlog()
+    with ModelServer(blog) as srv:
+        crawl([srv.base + "/"], tmp_path / "c", forms=True, delay=0, adaptive_delay=0, allow_private=True,
+              index_interval=-1)
+        log = [h.path for h in srv.log]
+    assert "/?s=" in log
+    fetched = {h for h in log if h in blog.posts}
+    assert fetched == set(blog.posts)

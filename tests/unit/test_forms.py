@@ -519,5 +519,25 @@ def test_further_result_pages() -> None:
     assert not is_result_page(sub, "http://h/s?q=&c=a")          # itself
     assert not is_result_page(sub, "http://h/other?q=&c=a&page=2")
     assert not is_result_page(sub, "http://g/s?q=&c=a&page=2")
-    assert not is_result_page("http://h/s?q=", "http://h/s?page=2")   # nothing sent with a value: all of it
+    # the empty query: its next pages may leave every field out (or keep it empty), not set one
+    assert is_result_page("http://h/s?q=&c=", "http://h/s?page=2")
+    assert is_result_page("http://h/s?q=&c=", "http://h/s?q=&page=2")
+    assert not is_result_page("http://h/s?q=&c=", "http://h/s?q=x&page=2")
+    assert not is_result_page("http://h/s?q=", "http://h/s?q=")
     assert is_result_page("http://h/s?q=", "http://h/s?q=&page=2")
+
+
+def test_a_text_box_is_probed_empty_after_the_seed_words_and_before_the_page_words() -> None:
+    """The empty query lists every record on many sites (a blog's ``?s=``): a text box gets it
+    once, after the user's words and before the form page's (which may share no word with the
+    records)."""
+    text_only = one('<form action="/"><input type=search name=s></form>', "http://blog.example/")
+    p = FormPlanner(text_only, seed_words=["kelp"], page_words=["Hello and welcome, use the box below"])
+    first = p.next_submissions(4)
+    assert [dict(sent(u))["s"] for u in first] == ["kelp", "", "hello", "welcome"]
+    # the empty query is one submission, not one per template: a form whose other inputs'
+    # templates already sent it at its defaults does not send it again
+    p = FormPlanner(FORM)
+    issued = ToySite().run(p, batch=3)
+    empty = [u for u in issued if all(not v for k, v in sent(u) if k in ("q", "cat", "new"))]
+    assert len(empty) == 1
