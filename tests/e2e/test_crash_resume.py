@@ -21,7 +21,7 @@ from skitter.demo.web import DemoConfig
 
 pytestmark = pytest.mark.slow
 
-COMMIT_INTERVAL = 0.25  # skitter.loop.Crawler.commit_interval
+COMMIT_INTERVAL = 1.0  # skitter.loop.Crawler.commit_interval
 
 
 def crawl_cmd(seeds, directory: Path) -> list[str]:
@@ -61,7 +61,9 @@ def outcome(recs: list[dict]) -> dict[str, tuple]:
 def test_kill_9_resume_equals_uninterrupted(tmp_path):
     rng = random.Random(2026)
     log = tmp_path / "access.jsonl"
-    with DemoServer(DemoConfig(hosts=4, pages=500, seed=11), latency_ms=10, access_log=log) as srv:
+    # 40 ms a response: the crawl takes about 10 s, time for three kills, each after the next
+    # commit (every second) has stored more records
+    with DemoServer(DemoConfig(hosts=4, pages=500, seed=11), latency_ms=40, access_log=log) as srv:
         seeds = srv.web.seeds()
         ref_dir = tmp_path / "reference"
         subprocess.run(crawl_cmd(seeds, ref_dir), check=True, timeout=180, capture_output=True)

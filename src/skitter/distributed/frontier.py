@@ -734,6 +734,11 @@ class RedisFrontier:
             self._give_back += n   # (a reply lost in a Redis blip gives back twice: n fetches more)
             raise
 
+    @property
+    def wants_commit(self) -> bool:
+        """Hosts wait to be handed over (:meth:`_lost`): commit soon, not at the next regular commit."""
+        return bool(self.local.leaving)
+
     async def committed(self) -> None:
         """The store has committed every page done so far: make those URLs done in Redis too,
         then let go of the hosts this worker is leaving. While Redis is unreachable they wait."""

@@ -79,6 +79,11 @@ class Durable(Protocol):
     async def committed(self) -> None:
         """Every page done so far is committed in the store."""
 
+    @property
+    def wants_commit(self) -> bool:
+        """Whether a commit is awaited before the next regular one (the Redis frontier: hosts
+        the ring gave to another worker are handed over only once their pages are committed)."""
+
 
 @runtime_checkable
 class Rescheduling(Protocol):
