@@ -51,7 +51,7 @@ def run_distributed(directory: Path, redis_url: str, crawl_id: str, config: Craw
                     quiet: bool = False) -> dict:
     """One worker of the crawl ``crawl_id`` (creating it when ``config`` is given), until the whole
     crawl is done; returns this worker's summary."""
-    from .cli import _run
+    from .cli import _run, _say_seeds_not_fetched
     from .stats import load_summary, render
 
     crawler_box: list = []
@@ -71,6 +71,9 @@ def run_distributed(directory: Path, redis_url: str, crawl_id: str, config: Craw
         from rich.console import Console
 
         Console().print(render(summary))
+    # the seeds this worker was given (the ring's: their hosts were its) and got no response for;
+    # each worker says its own, so the workers' lines together name every seed not fetched
+    _say_seeds_not_fetched(directory)
     return summary
 
 

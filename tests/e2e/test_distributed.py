@@ -180,6 +180,19 @@ def test_three_workers_crawl_what_a_local_crawl_does(redis_url, local_urls, tmp_
     assert sum(w["fetched"] for w in stats["workers"]) == len(entries)   # requests, robots.txt included
 
 
+def test_a_seed_not_fetched_is_said_by_the_worker_it_fell_to(redis_url, tmp_path):
+    """A seed whose host does not answer is named in one warning line, on the stderr of the
+    process whose hosts it fell among (the crawl's or a worker's), as a local crawl names it."""
+    dead = "http://127.0.0.1:9/"
+    with DemoServer(DemoConfig(hosts=2, pages=60, seed=3, crawl_delay=0), latency_ms=2) as srv:
+        procs = start_cluster([*srv.web.seeds(), dead], redis_url, "deadseed", tmp_path, 2)
+        results = finish(procs)
+    assert [rc for rc, _ in results] == [0, 0], stderrs(results)
+    said = [err for _, err in results if f"WARNING: seed {dead} was not fetched: " in err]
+    assert len(said) == 1, stderrs(results)
+    assert not any("WARNING: seed" in err and dead not in err for _, err in results), stderrs(results)
+
+
 def test_a_worker_directory_of_another_crawl_is_refused(redis_url, tmp_path):
     """A hold-out test started a worker of crawl x1 in a directory of crawl pol: pol's 724 pages,
     seeds and settings stayed, and a merge of x1's directories counted them as x1's."""
