@@ -87,4 +87,6 @@ def _redirect_target(cand: Candidate, location: str, rules: Rules) -> tuple[str 
         return target, f"redirect: more than {rules.max_redirects} hops"
     if target == cand.url:
         return target, "redirect: loop to itself"
+    if cand.redirects and target == cand.parent:   # a -> b -> a: b was reached by a's redirect
+        return target, "redirect: loop back to the URL that redirected here"
     return target, None

@@ -71,6 +71,8 @@ def test_a_redirect_loop_ends(tmp_path):
     site, records, crawler = crawl(tmp_path, routes)
     assert len(site.hits(f"{A}/a")) == len(site.hits(f"{A}/b")) == 1
     assert records[f"{A}/a"]["final_url"] == f"{A}/b" and records[f"{A}/b"]["final_url"] == f"{A}/a"
+    assert records[f"{A}/a"]["error"] is None   # a's redirect is not the loop; b's is
+    assert records[f"{A}/b"]["error"] == "redirect: loop back to the URL that redirected here"
     assert records[f"{A}/self"]["error"] == "redirect: loop to itself"
     assert crawler.state == "finished"
 
