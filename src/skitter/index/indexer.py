@@ -86,6 +86,7 @@ INDEX_VERSION = 5   # 5: anchor text in a table of its own (an older index is re
 COLUMNS = ("title", "meta", "headings", "url", "anchors", "body")   # the fields a query names
 MAIN = tuple(c for c in COLUMNS if c != "anchors")                    # the columns of ``fts``
 MAX_ANCHORS = 500
+LINK_BATCH = 100_000   # links whose anchors an update gathers at a time (the live steps: step.LIVE_LINK_BATCH)
 CHUNK = 500
 _SQLITE_CORRUPT_VTAB = 267   # FTS5's "corrupt" (SQLITE_CORRUPT | 1 << 8): only index.db has FTS5 tables
 REFRESH_BATCH = 250    # anchor refreshes: the stored columns of this many pages in memory at once
@@ -231,13 +232,18 @@ class Indexer:
     >>> Indexer(crawl_dir).rebuild()   # from scratch
     """
 
-    def __init__(self, crawl_dir: Path | str, *, chunk: int = CHUNK, cache_kb: int = 64000) -> None:
+    def __init__(self, crawl_dir: Path | str, *, chunk: int = CHUNK, cache_kb: int = 64000,
+                 link_batch: int = LINK_BATCH) -> None:
+        """``link_batch``: links whose anchors are gathered at a time (:func:`_ingest_anchors`):
+        the memory of an update's anchor work is about that many links' text and their targets'
+        rows."""
         self.crawl_dir = Path(crawl_dir)
         self.crawl_path = self.crawl_dir / DB_NAME
         if not self.crawl_path.exists():
             raise CrawlDirError(f"{self.crawl_dir} is not a crawl directory (no {DB_NAME})")
         self.chunk = chunk
         self.cache_kb = cache_kb
+        self.link_batch = link_batch
         self._conns: tuple[sqlite3.Connection, sqlite3.Connection] | None = None
         self._damaged: str | None = None   # what _start_again did, for the next update's stats
 
@@ -455,7 +461,7 @@ class Indexer:
         pending = _get(idx, "anchors_pending", False)
         with _snapshot(crawl):
             max_link = crawl.execute("SELECT coalesce(max(rowid), 0) FROM links").fetchone()[0]
-            counts = _ingest_anchors(crawl, idx, last_link, max_link)
+            counts = _ingest_anchors(crawl, idx, last_link, max_link, self.link_batch)
         targets: list[int] = []
         if exact and (pending or counts):
             targets = [fp for (fp,) in idx.execute(
@@ -786,7 +792,7 @@ _ANCHOR_LINK = "src != dst AND anchor IS NOT NULL AND anchor != ''"
 
 
 def _ingest_anchors(crawl: sqlite3.Connection, idx: sqlite3.Connection, last_link: int,
-                    max_link: int, batch: int = 100_000) -> dict[int, int]:
+                    max_link: int, batch: int = LINK_BATCH) -> dict[int, int]:
     """Add the anchors of the links with ``last_link < rowid <= max_link`` to the ``anchors``
     table (in rowid order, up to ``MAX_ANCHORS`` a target), ``batch`` rowids at a time (a rebuild
     of a large crawl never holds all its anchor text). Returns {dst: its anchor count now} of the

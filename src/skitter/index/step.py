@@ -9,13 +9,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:   # imported by the first step: the crawl process, which names live_step, never does
     from .indexer import Indexer
 
-__all__ = ["live_step", "live_close", "STEP", "LIVE_CACHE_KB"]
+__all__ = ["live_step", "live_close", "STEP", "LIVE_CACHE_KB", "LIVE_LINK_BATCH"]
 
 # Smaller steps keep less of a step's pages and postings in the process: 125 pages and a 2 MB page
 # cache take its peak RSS from 52 to 42 MB for 2-5 % more of its CPU (250 pages and 4 MB before;
 # docs/benchmarks.md, "The live index")
 STEP = 125              # pages a step indexes at most (one transaction)
 LIVE_CACHE_KB = 2000    # SQLite page cache of the step's index.db connection (the default is 64 MB)
+# Links whose anchors a step gathers at a time (all of a step's links are gathered, in batches of
+# this many): the anchors' targets' rows and the links' text in memory at once. Unbounded, a step
+# after a second's commit of the crawl (12,000 links) took the index process from 37 to 41 MB of
+# peak RSS, for the same CPU (docs/benchmarks.md, "Stop 37")
+LIVE_LINK_BATCH = 3000
 
 _OPEN: dict[str, Indexer] = {}   # in the process that runs the steps: directory -> open indexer
 
@@ -28,7 +33,7 @@ def live_step(crawl_dir: str, step: int = STEP, cache_kb: int = LIVE_CACHE_KB) -
     if ix is None:
         from .indexer import Indexer   # noqa: PLC0415
 
-        ix = Indexer(crawl_dir, chunk=step, cache_kb=cache_kb)
+        ix = Indexer(crawl_dir, chunk=step, cache_kb=cache_kb, link_batch=LIVE_LINK_BATCH)
         ix.connect()
         _OPEN[crawl_dir] = ix
     try:
