@@ -807,19 +807,19 @@ def _ingest_anchors(crawl: sqlite3.Connection, idx: sqlite3.Connection, last_lin
                 " ORDER BY rowid", (lo, hi)):
             new.setdefault(dst, []).append(anchor)
         dsts = sorted(new)
-        have: dict[int, tuple[int, str]] = {}
+        have: dict[int, int] = {}   # the targets' counts: their texts stay in SQLite, which appends
         for i in range(0, len(dsts), 500):
             part = dsts[i:i + 500]
-            have.update((dst, (n, text)) for dst, n, text in idx.execute(
-                f"SELECT dst, n, text FROM anchors WHERE dst IN ({','.join('?' * len(part))})", part))
+            have.update(idx.execute(f"SELECT dst, n FROM anchors WHERE dst IN ({','.join('?' * len(part))})", part))
         rows = []
         for dst in dsts:
-            n, text = have.get(dst, (0, ""))
+            n = have.get(dst, 0)
             add = new[dst][:max(0, MAX_ANCHORS - n)]
             if add:
-                rows.append((dst, n + len(add), " \n ".join([text, *add] if n else add)))
+                rows.append((dst, len(add), " \n ".join(add)))
                 counts[dst] = n + len(add)
-        idx.executemany("INSERT OR REPLACE INTO anchors (dst, n, text) VALUES (?, ?, ?)", rows)
+        idx.executemany("INSERT INTO anchors (dst, n, text) VALUES (?, ?, ?) ON CONFLICT (dst)"
+                        " DO UPDATE SET n = n + excluded.n, text = text || ' \n ' || excluded.text", rows)
         lo = hi
     return counts
 

@@ -17,9 +17,10 @@ __all__ = ["live_step", "live_close", "STEP", "LIVE_CACHE_KB", "LIVE_LINK_BATCH"
 STEP = 125              # pages a step indexes at most (one transaction)
 LIVE_CACHE_KB = 2000    # SQLite page cache of the step's index.db connection (the default is 64 MB)
 # Links whose anchors a step gathers at a time (all of a step's links are gathered, in batches of
-# this many): the anchors' targets' rows and the links' text in memory at once. Unbounded, a step
-# after a second's commit of the crawl (12,000 links) took the index process from 37 to 41 MB of
-# peak RSS, for the same CPU (docs/benchmarks.md, "Stop 37")
+# this many): the links' text and their targets' counts in memory at once. Unbounded, a step after
+# a second's commit of the crawl (12,000 links) took the index process to 41 MB of peak RSS, 37 MB
+# once SQLite appended the anchors (it read each target's whole text into Python before), and 35
+# MB in batches of 3,000, for the same CPU (docs/benchmarks.md, "Stop 37")
 LIVE_LINK_BATCH = 3000
 
 _OPEN: dict[str, Indexer] = {}   # in the process that runs the steps: directory -> open indexer
