@@ -80,8 +80,11 @@ def test_hand_off_fencing_and_termination(redis_server):
                 assert host_a in a.f.wanted and host_a not in a.f.local.held   # c holds it
                 got_c = await asyncio.wait_for(c.f.next_ready(), 5)
                 await c.f.done(got_c, Outcome(response_time=0.0))
+                assert not c.f.wants_commit
                 c.f._lost(host_a)                                      # c lets it go: a takes it
+                assert c.f.wants_commit       # the hand-over waits for a commit: the loop makes one soon
                 await c.f._release_leaving()
+                assert not c.f.wants_commit
                 await a.f._scan()
                 assert host_a in a.f.local.held and host_a not in a.f.wanted
             finally:

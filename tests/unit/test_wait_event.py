@@ -81,3 +81,49 @@ def test_the_committer_ends_with_the_crawl_without_its_cancel(tmp_path):
             crawler.store.close()
 
     asyncio.run(main())
+
+
+def test_the_committer_commits_each_interval_and_at_once_when_the_frontier_asks(tmp_path):
+    """The store commits every ``commit_interval`` (a second), the progress callback runs every
+    ``progress_interval``, and a frontier with something to hand over (``Durable.wants_commit``:
+    a Redis worker's hosts the ring moved) gets a commit at the next turn, not a second later."""
+    from skitter.api import build_crawler
+    from skitter.config import CrawlConfig
+    from skitter.frontier.base import Durable
+    from skitter.frontier.local import LocalFrontier
+    from skitter.frontier.politeness import Politeness
+
+    class Handing(LocalFrontier):   # the Durable part of the Redis frontier, on the local one
+        wants_commit = False
+        committed_calls = 0
+
+        async def committed(self):
+            self.committed_calls += 1
+            self.wants_commit = False
+
+    async def main():
+        made: list[Handing] = []
+        crawler = build_crawler(tmp_path / "c", CrawlConfig(seeds=("http://127.0.0.1:9/",)),
+                                frontier=lambda store: made.append(Handing(store.db, Politeness())) or made[0])
+        frontier = made[0]
+        assert crawler.frontier is frontier and isinstance(frontier, Durable)
+        crawler.commit_interval, crawler.progress_interval = 1.0, 0.05
+        commits, progress = [], []
+        real_commit = crawler.store.commit
+        crawler.store.commit = lambda: (commits.append(1), real_commit())[1]
+        crawler.on_progress = lambda c: progress.append(1)
+        try:
+            committer = asyncio.ensure_future(crawler._committer())
+            await asyncio.sleep(0.3)
+            assert commits == [] and len(progress) >= 3          # refreshed, not committed yet
+            frontier.wants_commit = True
+            await asyncio.sleep(0.15)
+            assert commits == [1] and frontier.committed_calls == 1   # asked for: committed at once
+            await asyncio.sleep(1.2)
+            assert len(commits) == 2                                 # then each interval again
+            crawler._ending = True
+            await asyncio.wait({committer}, timeout=2)
+        finally:
+            crawler.store.close()
+
+    asyncio.run(main())

@@ -87,6 +87,7 @@ COLUMNS = ("title", "meta", "headings", "url", "anchors", "body")   # the fields
 MAIN = tuple(c for c in COLUMNS if c != "anchors")                    # the columns of ``fts``
 MAX_ANCHORS = 500
 LINK_BATCH = 100_000   # links whose anchors an update gathers at a time (the live steps: step.LIVE_LINK_BATCH)
+ANCHOR_SEP = " \n "   # between two anchors of a target in the ``anchors`` table
 CHUNK = 500
 _SQLITE_CORRUPT_VTAB = 267   # FTS5's "corrupt" (SQLITE_CORRUPT | 1 << 8): only index.db has FTS5 tables
 REFRESH_BATCH = 250    # anchor refreshes: the stored columns of this many pages in memory at once
@@ -236,7 +237,7 @@ class Indexer:
                  link_batch: int = LINK_BATCH) -> None:
         """``link_batch``: links whose anchors are gathered at a time (:func:`_ingest_anchors`):
         the memory of an update's anchor work is about that many links' text and their targets'
-        rows."""
+        anchor counts (SQLite appends the text)."""
         self.crawl_dir = Path(crawl_dir)
         self.crawl_path = self.crawl_dir / DB_NAME
         if not self.crawl_path.exists():
@@ -816,10 +817,11 @@ def _ingest_anchors(crawl: sqlite3.Connection, idx: sqlite3.Connection, last_lin
             n = have.get(dst, 0)
             add = new[dst][:max(0, MAX_ANCHORS - n)]
             if add:
-                rows.append((dst, len(add), " \n ".join(add)))
+                rows.append((dst, len(add), ANCHOR_SEP.join(add)))
                 counts[dst] = n + len(add)
-        idx.executemany("INSERT INTO anchors (dst, n, text) VALUES (?, ?, ?) ON CONFLICT (dst)"
-                        " DO UPDATE SET n = n + excluded.n, text = text || ' \n ' || excluded.text", rows)
+        idx.executemany("INSERT INTO anchors (dst, n, text) VALUES (?1, ?2, ?3) ON CONFLICT (dst)"
+                        " DO UPDATE SET n = n + excluded.n, text = text || ?4 || excluded.text",
+                        [(*row, ANCHOR_SEP) for row in rows])
         lo = hi
     return counts
 
