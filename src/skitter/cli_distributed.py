@@ -180,7 +180,9 @@ def _timing() -> dict[str, float]:
     raw = os.environ.get("SKITTER_REDIS_TIMING")
     if not raw:
         return {}
-    hb, member, lease = (float(x) for x in raw.split(","))
+    from .distributed.redis_url import env_seconds   # noqa: PLC0415
+
+    hb, member, lease = env_seconds("SKITTER_REDIS_TIMING", 3)
     return {"heartbeat": hb, "member_ttl": member, "lease_ttl": lease}
 
 

@@ -195,3 +195,14 @@ def test_a_crawl_does_not_resume_on_a_damaged_warc_file(tmp_path):
     assert "is damaged" in line and warc.name in line
     assert warc.stat().st_size == size and [p.name for p in (out / "warc").iterdir()] == [warc.name]
     assert json.loads(skitter("stats", str(out), "--json").stdout)["state"] == "finished"   # untouched
+
+
+@pytest.mark.parametrize("name, value", [("SKITTER_REDIS_TIMING", "abc"), ("SKITTER_REDIS_TIMING", "1,2"),
+                                         ("SKITTER_REDIS_TIMING", "1,0,3"),
+                                         ("SKITTER_REDIS_COMMAND_TIMEOUT", "fast"),
+                                         ("SKITTER_REDIS_COMMAND_TIMEOUT", "-1")])
+def test_a_bad_redis_timing_in_the_environment(tmp_path, monkeypatch, redis_server, name, value):
+    monkeypatch.setenv(name, value)
+    line = one_error_line(skitter("crawl", "http://127.0.0.1:9/", "--redis", redis_server.url,
+                                  "-o", str(tmp_path / "c"), "--quiet"))
+    assert line.startswith(f"skitter: error: {name}=") and "seconds above 0" in line

@@ -28,9 +28,9 @@ from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from ..errors import RedisError, RedisUnreachable, RedisURLError
+from ..errors import RedisError, RedisUnreachable, RedisURLError, UsageError
 
-__all__ = ["RedisTarget", "parse_redis_url", "connect"]
+__all__ = ["RedisTarget", "parse_redis_url", "connect", "env_seconds"]
 
 DEFAULT_PORT = 6379
 CONNECT_TIMEOUT = 5.0
@@ -129,7 +129,8 @@ async def connect(url: str, *, timeout: float = CONNECT_TIMEOUT,  # noqa: ASYNC1
     client: Redis | RedisCluster
     options = target.client_options(timeout)
     if command_timeout is None:   # (SKITTER_REDIS_COMMAND_TIMEOUT: the tests' shorter one)
-        command_timeout = float(os.environ.get("SKITTER_REDIS_COMMAND_TIMEOUT") or COMMAND_TIMEOUT)
+        command_timeout = env_seconds("SKITTER_REDIS_COMMAND_TIMEOUT", 1)[0] if os.environ.get(
+            "SKITTER_REDIS_COMMAND_TIMEOUT") else COMMAND_TIMEOUT
     options["socket_timeout"] = command_timeout
     try:
         if cluster:
@@ -142,6 +143,21 @@ async def connect(url: str, *, timeout: float = CONNECT_TIMEOUT,  # noqa: ASYNC1
         await client.aclose()
         raise _explain(exc, target, timeout) from exc
     return client
+
+
+def env_seconds(name: str, count: int) -> list[float]:
+    """The ``count`` comma-separated positive numbers of seconds in environment variable ``name``
+    (the tests' shorter timings); a :class:`~skitter.errors.UsageError` naming the variable when
+    it holds anything else."""
+    raw = os.environ.get(name, "")
+    try:
+        values = [float(x) for x in raw.split(",")]
+    except ValueError:
+        values = []
+    if len(values) != count or not all(0 < v < float("inf") for v in values):
+        what = "a number of seconds above 0" if count == 1 else f"{count} numbers of seconds above 0, comma-separated"
+        raise UsageError(f"{name}={raw!r}: expected {what}")
+    return values
 
 
 # Redis away: the connection refused, lost or timed out, or a Redis Cluster short of a node (a node
