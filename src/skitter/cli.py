@@ -21,6 +21,13 @@ from .config import SETTINGS, CrawlConfig
 from .errors import SkitterError, UsageError
 
 
+def nonempty_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An option's path that is not empty ("" named the working directory: a crawl went there)."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("an empty path")
+    return value
+
+
 def _run(coro):
     try:
         import uvloop  # noqa: PLC0415
@@ -81,7 +88,7 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("seeds", nargs=-1, required=True)
-@click.option("-o", "--output", "output", default="crawl", show_default=True, type=click.Path(),
+@click.option("-o", "--output", "output", default="crawl", show_default=True, type=click.Path(), callback=nonempty_path,
               help="crawl directory (created; an unfinished crawl in it is resumed)")
 @_settings_options
 @click.option("--resolve", "resolve", multiple=True, metavar="HOST:IP",
@@ -315,7 +322,7 @@ def recrawl(directory: str, rate: float | None, duration: str | None, collection
 @cli.command()
 @click.argument("directories", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "warc"]), default="jsonl", show_default=True)
-@click.option("-o", "--output", "output", type=click.Path(), default=None, help="file to write (default stdout)")
+@click.option("-o", "--output", "output", type=click.Path(), callback=nonempty_path, default=None, help="file to write (default stdout)")
 def export(directories: tuple[str, ...], fmt: str, output: str | None) -> None:
     """Export the crawl records (JSONL, CSV) or its HTTP responses (one WARC file). Several
     directories (a distributed crawl's workers') are exported as one: each URL once, the latest
@@ -354,11 +361,45 @@ def stats(directory: str | None, as_json: bool, redis_url: str | None, crawl_id:
         Console().print(render(s))
 
 
+# The demo web's bounds: generating it takes about 0.3 s for 20,000 pages (a larger number ran for
+# minutes before printing anything), and one host is one loopback address
+DEMO_MAX_PAGES = 200_000
+DEMO_MAX_HOSTS = 250
+# What a demo run leaves in its directory: `skitter demo` empties a directory that holds these
+# alone (a demo run before), and refuses any other: it must never remove what -o names by mistake
+_DEMO_FILES = frozenset({"crawl.db", "crawl.db-wal", "crawl.db-shm", "crawl.db-journal", "crawl.lock", "crawl.log",
+                         "index.db", "index.db-wal", "index.db-shm", "index.db-journal", "warc", "queries.tsv",
+                         "qrels.txt", "labels.jsonl", "hidden-records.txt", "changes.json"})
+
+
+def _empty_demo_dir(out: Path) -> None:
+    """Empty ``out`` for a demo run: a new or empty directory, or one a demo run left (only
+    :data:`_DEMO_FILES`, crawl.db among them); anything else is a UsageError, and nothing is removed."""
+    import shutil
+
+    if not out.exists() and not out.is_symlink():
+        return
+    if out.is_symlink() or not out.is_dir():
+        raise UsageError(f"-o {out}: exists and is not a directory (the demo writes a crawl directory there)")
+    names = {p.name for p in out.iterdir()}
+    if names and ("crawl.db" not in names or not names <= _DEMO_FILES):
+        raise UsageError(f"-o {out}: the directory holds files that are not a demo's crawl, and the demo empties "
+                         "its directory first: name a new or empty directory")
+    for name in names:
+        path = out / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
 @cli.command()
-@click.option("-o", "--output", "output", default="demo-crawl", show_default=True, type=click.Path(),
-              help="crawl directory for the demo (emptied first)")
-@click.option("--pages", default=3000, show_default=True, help="pages in the generated demo web")
-@click.option("--hosts", default=8, show_default=True, help="hosts in the generated demo web")
+@click.option("-o", "--output", "output", default="demo-crawl", show_default=True, type=click.Path(), callback=nonempty_path,
+              help="crawl directory for the demo (a new or empty directory, or an earlier demo's: emptied first)")
+@click.option("--pages", default=3000, show_default=True, type=click.IntRange(1, DEMO_MAX_PAGES),
+              help="pages in the generated demo web")
+@click.option("--hosts", default=8, show_default=True, type=click.IntRange(1, DEMO_MAX_HOSTS),
+              help="hosts in the generated demo web")
 @click.option("--forms", "forms", is_flag=True, default=False,
               help="also serve the hidden site (3,000 records behind a search form, docs/forms.md) and crawl "
                    "with --forms; its ground truth goes to DIR/hidden-records.txt")
@@ -370,8 +411,6 @@ def stats(directory: str | None, as_json: bool, redis_url: str | None, crawl_id:
 @click.option("--rate", "rate", default=10.0, show_default=True, help="with --changing: revisits a second")
 def demo(output: str, pages: int, hosts: int, forms: bool, changing: bool, duration: str, rate: float) -> None:
     """Serve the bundled demo web on loopback, crawl it and print the summary."""
-    import shutil
-
     from .demo.server import DemoServer, check_config, write_change_log
     from .demo.web import DemoConfig
 
@@ -382,8 +421,7 @@ def demo(output: str, pages: int, hosts: int, forms: bool, changing: bool, durat
     except ValueError as exc:
         raise UsageError(f"--pages/--hosts: {exc}") from None
     out = Path(output)
-    if out.exists():
-        shutil.rmtree(out)
+    _empty_demo_dir(out)
     with DemoServer(web_config, hidden=forms, changing=changing, change_speed=60.0 if changing else None) as server:
         web = server.web
         assert web is not None   # set when the server has started
@@ -430,7 +468,7 @@ def demo(output: str, pages: int, hosts: int, forms: bool, changing: bool, durat
 
 @cli.command("merge")
 @click.argument("directories", nargs=-1, required=True, type=click.Path())
-@click.option("-o", "--output", "output", required=True, type=click.Path(), help="the new crawl directory")
+@click.option("-o", "--output", "output", required=True, type=click.Path(), callback=nonempty_path, help="the new crawl directory")
 def merge_cmd(directories: tuple[str, ...], output: str) -> None:
     """One crawl directory from several (a distributed crawl's workers'): each URL once, the
     latest fetch winning, the link graph joined; then its search index."""
@@ -442,6 +480,14 @@ def merge_cmd(directories: tuple[str, ...], output: str) -> None:
     click.echo(f"{counts['urls']:,} URLs, {counts['pages']:,} pages, {counts['links']:,} links merged into {output}",
                err=True)
 
+
+
+def _os_error(exc: OSError) -> str:
+    """An OSError in words: "PATH: No such file or directory", not "[Errno 2] ..."."""
+    if exc.strerror and exc.filename is not None:
+        also = f" -> {exc.filename2}" if exc.filename2 is not None else ""
+        return f"{exc.filename}{also}: {exc.strerror}"
+    return exc.strerror or str(exc)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -463,7 +509,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("skitter: interrupted; run the same command to resume", err=True)
         sys.exit(130)
     except OSError as exc:
-        click.echo(f"skitter: error: {exc}", err=True)
+        click.echo(f"skitter: error: {_os_error(exc)}", err=True)
         sys.exit(1)
     except sqlite3.DatabaseError as exc:  # found while reading: the integrity check runs on writes
         click.echo(f"skitter: error: corrupt crawl database: {exc}", err=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from .cli import nonempty_path
 from .config import CrawlConfig
 from .errors import RedisError, UsageError
 
@@ -188,7 +189,8 @@ def _timing() -> dict[str, float]:
 
 @click.command("worker")
 @click.option("--redis", "redis_url", required=True, metavar="URL", help="the crawl's Redis (redis://, rediss://)")
-@click.option("-o", "--output", "output", required=True, type=click.Path(), help="this worker's crawl directory")
+@click.option("-o", "--output", "output", required=True, type=click.Path(), callback=nonempty_path,
+              help="this worker's crawl directory")
 @click.option("--crawl-id", default=DEFAULT_CRAWL_ID, show_default=True, help="which crawl on that Redis")
 @click.option("--quiet", "-q", is_flag=True, help="no summary")
 def worker(redis_url: str, output: str, crawl_id: str, quiet: bool) -> None:

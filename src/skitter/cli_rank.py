@@ -26,7 +26,7 @@ def emit_evaluations(directories, evaluate, report, plot, plot_path: str | None,
 
 @click.command()
 @click.argument("directory", type=click.Path())
-@click.option("--limit", default=20, show_default=True, type=click.IntRange(1), help="how many top pages to print")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 1_000_000_000), help="how many top pages to print")
 @click.option("--by", "order", type=click.Choice(["pagerank", "authority", "hub"]), default="pagerank",
               show_default=True, help="order the printed pages by this score")
 @click.option("--weighted", is_flag=True,

@@ -39,7 +39,7 @@ _SHORT = re.compile(r"-[np]\d*|-h")
 @click.argument("query", nargs=-1, required=True)
 @click.option("--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 10_000),
               help="results per page")
-@click.option("--page", "-p", default=1, show_default=True, type=click.IntRange(1), help="page of results")
+@click.option("--page", "-p", default=1, show_default=True, type=click.IntRange(1, 1_000_000), help="page of results")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per hit (JSON lines)")
 @click.option("--pagerank-weight", default=DEFAULT_PAGERANK_WEIGHT, show_default=True,
               type=click.FloatRange(0.0, 1.0), help=_PR_HELP)
@@ -137,7 +137,7 @@ def index_cmd(directory: str, incremental: bool, quiet: bool) -> None:
               help="queries, one a line: id<TAB>query text")
 @click.option("--qrels", "qrels_file", required=True, type=click.Path(),
               help="TREC qrels: qid 0 docid(URL) rel")
-@click.option("--limit", default=1000, show_default=True, type=click.IntRange(1),
+@click.option("--limit", default=1000, show_default=True, type=click.IntRange(1, 1_000_000_000),
               help="results retrieved per query")
 @click.option("--pagerank-weight", default=DEFAULT_PAGERANK_WEIGHT, show_default=True,
               type=click.FloatRange(0.0, 1.0), help=_PR_HELP)

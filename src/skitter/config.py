@@ -152,6 +152,9 @@ class CrawlConfig:
                 raise UsageError(f"{flag} must be at least {s.at_least}, got {value}")
             if s.type in (int, float) and value > (MAX_NUMBER if s.at_most is None else s.at_most):
                 raise UsageError(f"{flag} must be at most {_number(s.at_most or MAX_NUMBER)}, got {value}")
+        if not self.user_agent.strip() or not all(" " <= c <= "~" for c in self.user_agent):
+            # (a CR LF in it added header lines to every request; a non-ASCII one failed on the first)
+            raise UsageError(f"--user-agent must be printable ASCII on one line, got {self.user_agent!r}")
         if 0 < self.near_dup_window < 100:
             raise UsageError(f"--near-dup-window must be 0 (every page) or at least 100, got {self.near_dup_window}")
         return self

@@ -16,6 +16,11 @@ LOG_FILE = "crawl.log"
 def crawl_log(directory: Path) -> Iterator[None]:
     logger = logging.getLogger("skitter")
     handlers: list[logging.Handler] = []
+    path = Path(directory) / LOG_FILE
+    if path.exists() and not path.is_file():   # the first line logged would fail mid-crawl
+        from .errors import CrawlDirError   # noqa: PLC0415
+
+        raise CrawlDirError(f"{path} is not a file: the crawl directory is damaged (remove it to go on)")
     try:
         file = logging.FileHandler(Path(directory) / LOG_FILE, encoding="utf-8", delay=True)
     except OSError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -116,7 +117,7 @@ def test_a_topic_no_strategy_reads_is_noted(tmp_path):
         assert res.returncode == 0 and res.stderr.startswith("note: --form-words is read by --forms only"), res.stderr
 
 
-@pytest.mark.parametrize("pages,hosts", [("20", "1"), ("100", "0")])
+@pytest.mark.parametrize("pages,hosts", [("20", "1"), ("100", "60")])
 def test_demo_web_that_cannot_be_generated(tmp_path, pages, hosts):
     line = one_error_line(skitter("demo", "--pages", pages, "--hosts", hosts, "-o", str(tmp_path / "d")))
     assert line.startswith("skitter: error: --pages/--hosts:")
@@ -206,3 +207,66 @@ def test_a_bad_redis_timing_in_the_environment(tmp_path, monkeypatch, redis_serv
     line = one_error_line(skitter("crawl", "http://127.0.0.1:9/", "--redis", redis_server.url,
                                   "-o", str(tmp_path / "c"), "--quiet"))
     assert line.startswith(f"skitter: error: {name}=") and "seconds above 0" in line
+
+
+def test_demo_never_empties_a_directory_that_is_not_a_demos(tmp_path):
+    """`skitter demo` empties its directory first: only a new or empty one, or an earlier demo's.
+    (-o / once removed /etc before it met /proc.)"""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("precious")
+    (mine / "crawl.db").write_bytes(b"")   # looks like a crawl, holds more
+    line = one_error_line(skitter("demo", "--pages", "300", "--hosts", "3", "-o", str(mine)))
+    assert "not a demo's crawl" in line and (mine / "thesis.tex").read_text() == "precious"
+    (tmp_path / "file").write_text("x")
+    line = one_error_line(skitter("demo", "-o", str(tmp_path / "file")))
+    assert "not a directory" in line and (tmp_path / "file").read_text() == "x"
+    line = one_error_line(skitter("demo", "-o", "/"))
+    assert "not a demo's crawl" in line
+    res = skitter("demo", "--pages", "99999999999", "-o", str(tmp_path / "d"))
+    assert res.returncode == 2 and "is not in the range" in res.stderr and not (tmp_path / "d").exists()
+
+
+def test_an_empty_output_path_is_refused(tmp_path):
+    res = skitter("crawl", "http://127.0.0.1:9/", "-o", "", "--quiet")
+    assert res.returncode == 2 and "an empty path" in res.stderr and "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("agent", ["bot\r\nX-Evil: 1", "b\xf6t", " "])
+def test_a_user_agent_that_is_not_one_line_of_ascii(tmp_path, agent):
+    agent = agent.encode().decode("unicode_escape")
+    line = one_error_line(skitter("crawl", "http://127.0.0.1:9/", "-o", str(tmp_path / "c"), "--quiet",
+                                  "--user-agent", agent))
+    assert "--user-agent must be printable ASCII on one line" in line
+
+
+def test_damaged_crawl_directory_entries(tmp_path):
+    """A crawl directory whose crawl.log is a directory, or whose warc is a file: one line, no
+    worker process left to report on."""
+    d = tmp_path / "c"
+    (d / "crawl.log").mkdir(parents=True)
+    line = one_error_line(skitter("crawl", "http://127.0.0.1:9/", "-o", str(d), "--quiet", "--delay", "0"))
+    assert "crawl.log is not a file" in line
+    e = tmp_path / "e"
+    e.mkdir()
+    (e / "warc").write_text("x")
+    line = one_error_line(skitter("crawl", "http://127.0.0.1:9/", "-o", str(e), "--quiet", "--delay", "0"))
+    assert "warc is not a directory" in line
+
+
+def test_a_warc_export_writes_through_a_link_and_refuses_what_is_not_a_file(tmp_path):
+    _, finished_crawl = _small_crawl(tmp_path)
+    target = tmp_path / "target.warc.gz"
+    target.write_text("old")
+    (tmp_path / "link.warc.gz").symlink_to(target)
+    res = skitter("export", str(finished_crawl), "--format", "warc", "-o", str(tmp_path / "link.warc.gz"))
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "link.warc.gz").is_symlink() and target.read_bytes()[:2] == b"\x1f\x8b"
+    os.mkfifo(tmp_path / "fifo")
+    for out in (tmp_path / "fifo", tmp_path):
+        line = one_error_line(skitter("export", str(finished_crawl), "--format", "warc", "-o", str(out)))
+        assert "not a regular file" in line
+    assert (tmp_path / "fifo").exists() and not (tmp_path / "fifo").is_file()
+    line = one_error_line(skitter("export", str(finished_crawl), "--format", "jsonl", "-o",
+                                  str(tmp_path / "nowhere" / "x.jsonl")))
+    assert line == f"skitter: error: {tmp_path / 'nowhere' / 'x.jsonl'}: No such file or directory"

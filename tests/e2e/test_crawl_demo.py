@@ -154,6 +154,11 @@ def test_demo_command(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "URLs fetched" in res.stdout and "finished" in res.stdout
     assert (tmp_path / "d" / "crawl.db").exists()
+    # run again into the same directory: an earlier demo's crawl is emptied first
+    before = (tmp_path / "d" / "crawl.db").stat().st_ino, len(list((tmp_path / "d" / "warc").iterdir()))
+    res = skitter("demo", "--pages", "300", "--hosts", "3", "-o", str(tmp_path / "d"), timeout=180)
+    assert res.returncode == 0, res.stderr
+    assert len(list((tmp_path / "d" / "warc").iterdir())) == before[1]   # not appended to
 
 
 def test_near_duplicates_recorded(polite_crawl):

@@ -97,6 +97,8 @@ class CrawlStore:
             db = CrawlDB(directory)
             previous = db.get_meta("config")
             warc_dir = directory / "warc"
+            if warc_dir.exists() and not warc_dir.is_dir():
+                raise CrawlDirError(f"{warc_dir} is not a directory: the crawl directory is damaged")
             committed = db.get_meta("warc_commit")
             _check_last_record(db, warc_dir, committed)   # before anything is written, state included
             db.begin()

@@ -89,7 +89,7 @@ if TYPE_CHECKING:
     from fastwarc.stream_io import GzipWriter
     from fastwarc.warc import WarcRecord
 
-from ..errors import CrawlDirError, UnaskedCoding
+from ..errors import CrawlDirError, UnaskedCoding, UsageError
 from ..models import FetchResult
 from .text import deflate as _deflate   # Intel's ISA-L: 2-3x zlib's speed at level 1, smaller output
 
@@ -729,6 +729,10 @@ def export_warc(
     record and is written to ``out.part`` first, then renamed. Returns the location of each
     copied pair in ``out``."""
     out = Path(out)
+    if out.is_symlink():   # written through, as a shell's redirection would: the link stays
+        out = Path(os.path.realpath(out))
+    if out.exists() and not out.is_file():
+        raise UsageError(f"{out}: not a regular file (a WARC export is written beside it, then renamed to it)")
     tmp = out.with_name(out.name + ".part")
     handles: dict[Path, object] = {}
     placed: list[WarcLocation] = []
