@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from collections.abc import Awaitable, Callable
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MIN_INTERVAL = 1.0            # seconds: no page is due again sooner
+LM_LIARS = 3                  # pages of a host caught with a lying Last-Modified: none of its pages' is used
 MAX_INTERVAL = 30 * 86400.0   # seconds: every page of the collection is looked at at least this often
 CONFIRM_AFTER = 3600.0        # seconds at most before a missing page's confirming visit
 GONE_RECHECK = 86400.0        # seconds from a page's going to the first look at whether it is back;
@@ -181,6 +183,7 @@ class Recrawl:
         self.allocation = Allocation(config.policy, config.rate, self.members,
                                      config.rate / max(self.members, 1), EXPLORE * config.rate / max(self.members, 1))
         self.priors: dict[str, GammaPrior] = {}
+        self.lm_liars = Counter(self.db.lm_liars())   # host -> pages whose Last-Modified lied
         self.counters = Counters()
         self.totals = self.db.totals()
         self.last_plan: dict[str, Any] | None = None
@@ -496,7 +499,10 @@ class Recrawl:
             page["missing"] = 0
             page["state"] = "live"
         if kind not in ("missing", "error"):
-            stats = observe(self._stats(page), now, changed, lm)
+            before = self._stats(page)
+            stats = observe(before, now, changed, lm)
+            if before.lm_ok and not stats.lm_ok and page["last_modified"]:
+                self.lm_liars[page["host"]] += 1
             page["etag"] = result.header("etag") or page["etag"]
             page["last_modified"] = result.header("last-modified") or page["last_modified"]
             if changed:
@@ -549,6 +555,10 @@ class Recrawl:
         return self.priors.get(page["host"])
 
     def _estimate(self, page: dict[str, Any], stats: PageStats):
+        if stats.lm_ok and self.lm_liars[page["host"]] >= LM_LIARS:
+            # its site's header lies on other pages: a page that changed at every visit never had
+            # the chance to show it (an always-"now" header agrees with every change)
+            stats = replace(stats, lm_ok=False)
         return posterior(stats, self._prior(page))
 
     @staticmethod

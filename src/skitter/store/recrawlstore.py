@@ -80,6 +80,11 @@ class RecrawlStore:
                 chunk))
         return out
 
+    def lm_liars(self) -> dict[str, int]:
+        """Host -> its pages whose Last-Modified disagreed with their checksums (or went missing)."""
+        return dict(self.conn.execute("SELECT host, count(*) FROM recrawl_pages WHERE lm_ok = 0"
+                                      " AND last_modified IS NOT NULL AND n > 0 GROUP BY host"))
+
     def collection_size(self) -> int:
         return self.conn.execute("SELECT count(*) FROM recrawl_pages WHERE in_collection = 1").fetchone()[0]
 
