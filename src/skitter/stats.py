@@ -102,9 +102,13 @@ def recrawl_summary(db: CrawlDB) -> dict[str, Any] | None:
     members = one("SELECT count(*) FROM recrawl_pages WHERE in_collection = 1")[0]
     if not members and not one("SELECT count(*) FROM recrawl_pages")[0]:
         return None
-    revisits, changes, not_modified, first_at, last_at = one(
-        "SELECT count(*), sum(changed = 1), sum(kind = '304'), min(at), max(at) FROM recrawl_visits"
-        " WHERE kind != 'first'")
+    revisits, changes, not_modified, first_at, last_at, failed = one(
+        "SELECT count(*), sum(changed = 1), sum(kind = '304'), min(at), max(at), sum(kind = 'error')"
+        " FROM recrawl_visits WHERE kind != 'first'")
+    # where revisits failed (a host down for a while: its pages keep their stored versions)
+    failing = db.conn.execute(
+        "SELECT p.host, count(*) FROM recrawl_visits v JOIN recrawl_pages p ON p.fp = v.fp WHERE v.kind = 'error'"
+        " GROUP BY p.host ORDER BY count(*) DESC, p.host LIMIT 3").fetchall() if failed else []
     hours = (last_at - first_at) / 3600.0 if revisits and last_at > first_at else None
     states = dict(db.conn.execute("SELECT state, count(*) FROM recrawl_pages GROUP BY state").fetchall())
     log = db.conn.execute("SELECT at, freshness, weighted_freshness, added, discarded FROM recrawl_log"
@@ -132,6 +136,8 @@ def recrawl_summary(db: CrawlDB) -> dict[str, Any] | None:
         "freshness_at": None if log is None else iso(log[0]),
         "revisits": revisits or 0,
         "changes": changes or 0,
+        "failed": failed or 0,
+        "failed_hosts": {host: n for host, n in failing},
         "not_modified_share": (not_modified or 0) / revisits if revisits else None,
         "revisits_per_hour": revisits / hours if hours else None,
         "changes_per_hour": (changes or 0) / hours if hours else None,
@@ -272,6 +278,8 @@ def render(s: dict[str, Any]):
                            f" {r['gone']} gone, {r['disallowed']} disallowed)"),
             ("estimated freshness", fresh),
             ("revisits / changes", f"{r['revisits']} / {r['changes']} ({share} answered 304)"),
+            ("revisits failed", (f"{r['failed']:,} (" + ", ".join(f"{h}: {n:,}" for h, n in r["failed_hosts"].items())
+                                 + ")") if r.get("failed") else "none"),
             ("per hour", per_hour),
             ("change intervals", f"{r['never_changed']} of {r['estimated']} pages revisited never seen changing;"
                                  " the others' estimated intervals "

@@ -245,6 +245,18 @@ def test_a_gone_page_is_looked_at_again_at_doubling_intervals_and_rejoins_when_b
                         " WHERE p.url = ? ORDER BY v.at", (SITE + "/failing.html",))
     after = [at for at, kind in failing[[k for _, k in failing].index("gone"):]]
     assert [k for _, k in failing][-3:] == ["error"] * 3
+    # and `skitter stats` says so (a hold-out tester's host down for 4 minutes showed "errors none")
+    from rich.console import Console
+
+    from skitter.stats import load_summary, render
+
+    errors = rows(out, "SELECT count(*) FROM recrawl_visits WHERE kind = 'error'")[0][0]
+    summary = load_summary(out)["recrawl"]
+    assert errors >= 3 and summary["failed"] == errors and summary["failed_hosts"] == {"news.example": errors}
+    console = Console(record=True, width=200)
+    console.print(render(load_summary(out)))
+    line = next(x for x in console.export_text().splitlines() if x.startswith("revisits failed"))
+    assert line.split(None, 2)[2].strip() == f"{errors} (news.example: {errors})"
     gaps = [round(b - a) for a, b in zip(after, after[1:])]
     assert len(gaps) >= 3 and all(w <= g <= w + 300 for g, w in zip(gaps, (1800, 3600, 7200))), gaps
     assert kinds(out, "/barred.html")[-2:] == ["gone", "disallowed"]
