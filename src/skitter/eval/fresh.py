@@ -6,7 +6,9 @@ The scores are Cho's time-averaged freshness and age (:mod:`skitter.recrawl.fres
 weighted by the pages' stored importance (``recrawl_pages.weight``, mean 1; all 1 without
 ``--importance``), over the window from the end of the discovery crawl plus ``warmup`` to the end
 of the recrawl or of the log, whichever is first. The discovery crawl ends when
-:data:`DISCOVERED` of the collection has had its first fetch; the pages first fetched later (new
+:data:`DISCOVERED` of the collection has had its first fetch (or of the pages fetched before the
+first revisit, when they are most of it: a recrawl after a finished crawl, on a web that grew
+while it was recrawled); the pages first fetched later (new
 pages, a trap's endless pages found one by one) are left out of every figure: a page is scored
 only from a time its copy is held. Beside the recrawl's own fetches: uniform, proportional, freshness-optimal and age-optimal
 schedules computed with the true rates and the same weights, with as many fetches in the same span
@@ -146,6 +148,11 @@ def load_change_log(path: Path | str) -> ChangeLog:
     return ChangeLog(changes, rates, bounds[0], bounds[1])
 
 
+def _discovered(firsts: list[float]) -> float:
+    """When :data:`DISCOVERED` of these first fetches (sorted) were made."""
+    return firsts[max(math.ceil(DISCOVERED * len(firsts)) - 1, 0)]
+
+
 def evaluate_fresh(directory: Path | str, log: ChangeLog, *, warmup: float = 0.0) -> FreshEval:
     """Score the recrawl in ``directory`` against ``log`` (module docstring)."""
     from ..recrawl.evaluate import collection_visits, score_recrawl
@@ -163,7 +170,16 @@ def evaluate_fresh(directory: Path | str, log: ChangeLog, *, warmup: float = 0.0
     firsts = sorted(v[0] for v in visits.values() if v)
     if not firsts:
         raise UsageError(f"{directory}: no page of the collection was fetched")
-    synced = firsts[max(math.ceil(DISCOVERED * len(firsts)) - 1, 0)]
+    synced = _discovered(firsts)
+    # a recrawl after a finished crawl: the web's new pages, found one by one while it recrawled,
+    # do not push the start towards the end (a hold-out web that grew 12 % had 11 % of its
+    # recrawl scored): the discovery crawl is what was fetched before the first revisit, when
+    # that is most of the collection
+    revisits = [v[1] for v in visits.values() if len(v) > 1]
+    if revisits:
+        before = [f for f in firsts if f < min(revisits)]
+        if 2 * len(before) >= len(firsts):
+            synced = min(synced, _discovered(before))
     last = max(v[-1] for v in visits.values() if v)
     found = len(urls)
     urls = [u for u in urls if visits[u] and visits[u][0] <= synced]
