@@ -36,7 +36,7 @@ leased in the frontier) and reported.
 from __future__ import annotations
 
 import logging
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -79,6 +79,13 @@ _PAGE_BONUS = 1e-6
 #: their own way: dfs has them before the next submission already, the focused ones by relevance
 #: (the tunnel's band travels in the priority), the importance ones by their importance.
 _RECORDS_WITH_SUBMISSIONS = frozenset({"bfs"})
+#: The site's words for its forms' text boxes (``FormPlanner(site_words=...)``): the stored text of
+#: the first SITE_PAGES pages the crawl fetched of the form's host (its home page and what that
+#: links to), at most SITE_CHARS characters of each; the URLs are remembered for the SITE_HOSTS
+#: hosts met last.
+SITE_PAGES = 8
+SITE_CHARS = 20_000
+SITE_HOSTS = 256
 #: Form keys remembered in memory (a site's header search form is on every page); others are looked
 #: up in the ``forms`` table.
 _KNOWN = 10_000
@@ -139,6 +146,7 @@ class FormCrawl:
         self._deferred: dict[str, list[Candidate]] = {}
         self._pages: Counter[str] = Counter()   # further result pages admitted per submission
         self._memo: tuple[str | None, Via | None] = (None, None)
+        self._site: OrderedDict[str, list[str]] = OrderedDict()   # host -> its first pages' URLs
         self._tried: Counter[str] = Counter(host_key(a) for a in self.records.planned_actions())   # host -> forms planned
         self._restore()
         store.before_commit.append(self.flush)
@@ -218,6 +226,26 @@ class FormCrawl:
         forms = analysis.forms if analysis is not None else None
         if forms and page is not None and record.get("duplicate_of") is None:
             self._found(cand, page, forms)
+        if v is None and page is not None:
+            self._site_page(record.get("final_url") or cand.url)
+
+    def _site_page(self, url: str) -> None:
+        """Remember a page of its site, while the site has fewer than SITE_PAGES."""
+        host = host_key(url)
+        urls = self._site.get(host)
+        if urls is None:
+            urls = self._site[host] = []
+            if len(self._site) > SITE_HOSTS:
+                self._site.popitem(last=False)
+        else:
+            self._site.move_to_end(host)
+        if len(urls) < SITE_PAGES:
+            urls.append(url)
+
+    def _site_words(self, page_url: str) -> list[str]:
+        """The stored text of the site's first pages but ``page_url``'s (:data:`SITE_PAGES`)."""
+        urls = self._site.get(host_key(page_url), [])
+        return [self.records.page_text(u)[:SITE_CHARS] for u in urls if u != page_url]
 
     def skipped(self, cand: Candidate, error: str) -> None:
         """A URL decided without a request (robots.txt)."""
@@ -305,7 +333,8 @@ class FormCrawl:
                     depth = cand.depth + 1
                     priority = self._priority(cand, page, form)
                     planner = FormPlanner(form, budget=self.config.form_budget, seed_words=self.seed_words,
-                                          page_words=[page.text], other_forms=[f for f in forms if f is not form])
+                                          page_words=[page.text], site_words=self._site_words(cand.url),
+                                          other_forms=[f for f in forms if f is not form])
                     running = sum(1 for a in self.active.values() if host_key(action_of(a.planner.form)) == host)
                     status = "active" if len(self.active) < ACTIVE and running < FORMS_PER_HOST else "queued"
                     state = planner.to_json()

@@ -27,7 +27,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import xxhash
@@ -40,6 +40,10 @@ __all__ = ["DEFAULT_BUDGET", "KINDS", "Form", "FormInput", "FormPlanner", "class
 
 #: Submissions per form when ``--form-budget`` is not given (docs/forms.md: the coverage it buys).
 DEFAULT_BUDGET = 500
+#: Words of the site's other pages a planner keeps for its text boxes (the most widespread first),
+#: and how many samples a text box that found nothing may spend on them before it is dropped.
+SITE_WORDS = 500
+SITE_PROBES = 3
 
 #: The kinds of input a :class:`FormInput` can have.
 KINDS = ("text", "search", "textarea", "select", "radio", "checkbox", "hidden", "submit", "password",
@@ -539,6 +543,14 @@ class _Template:
     subs: list[int] = field(default_factory=list)     # its submissions (numbers), in the order issued
     sources: list[int] = field(default_factory=list)  # combinations: the rows already queued
     text: str = ""                   # one-input text templates: the text box they probe
+    # a text template's inputs held at one value in its every submission (a select the site
+    # requires: FormPlanner._pin)
+    base: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """A text template's key for the words it has tried: its text box, and what it holds."""
+        return self.text if not self.base else self.text + "?" + urlencode(sorted(self.base.items()))
 
 
 class FormPlanner:
@@ -566,8 +578,12 @@ class FormPlanner:
     in order; then the empty query, once (many sites list every record for it: a blog's ``?s=``);
     then the words of the reported result pages, which grow with every page the site
     returns (stop words, words of fewer than three letters and the site's chrome, words on more than
-    half of the result pages, are skipped); the labels of the form's options (the enumerated inputs
-    ask them already) and the words of the form's page come last, after every result word. A text
+    half of the result pages, are skipped); then the words of the form's page and of the site's other
+    pages (``site_words``: its home page and what that links to) in turn, and the labels of the
+    form's options (the enumerated inputs ask them already) last. A text box whose sample found
+    nothing goes on while the site's words last, up to ``SITE_PROBES`` samples. A text box that gave
+    one page whatever it was sent, beside a select that sends nothing by default, is tested again
+    with the select held at its most productive value (:meth:`_pin`). A text
     box is tested after the enumerated inputs, so that its sample is drawn from result pages, as
     its later words will be, and not only from the form's own labels (a site whose records never
     use them would have it dropped on ten words no record holds). Result words are grouped in frequency bands by how many result pages
@@ -594,7 +610,8 @@ class FormPlanner:
     """
 
     def __init__(self, form: Form, *, budget: int = DEFAULT_BUDGET, seed_words: Iterable[str] = (),
-                 page_words: Iterable[str] = (), other_forms: Iterable[Form] = (), sample: int = 10, tau: float = 0.25,
+                 page_words: Iterable[str] = (), site_words: Iterable[str] = (), other_forms: Iterable[Form] = (),
+                 sample: int = 10, tau: float = 0.25,
                  window: int = 20, max_pending: int = 8, max_combine: int = 20, row_test: int = 3,
                  max_words: int = 5000) -> None:
         searchable, why = classify(form)
@@ -610,7 +627,16 @@ class FormPlanner:
         # the page's words but those of its other forms (a newsletter's "weekly recipes", a log-in's
         # "sign"): site chrome, not the records' words
         chrome = set(_probe_words(_form_words(f) for f in other_forms))
-        self.page_words = [w for w in _probe_words(page_words) if w not in chrome]
+        on_page = _probe_words(page_words)
+        # the words of the site's other pages (its home, its about page) but the form page's: the
+        # header, menu and footer they share with it are left out with them; and the form page's
+        # words that more than half of those pages show are its chrome ("home", "archive")
+        others = list(site_words)
+        spread = _spread(others)
+        menu = {w for w, n in spread.items() if n * 2 > len(others)} if len(others) >= 2 else set()
+        self.page_words = [w for w in on_page if w not in chrome and w not in menu]
+        seen = chrome.union(on_page)
+        self.site_words = [w for w in sorted(spread, key=lambda w: -spread[w]) if w not in seen][:SITE_WORDS]
         self.counts: dict[str, int] = {}      # word -> result pages that showed it
         self.pages = 0                        # result pages reported
         self.tried: dict[str, dict[str, None]] = {}   # text box -> words submitted (ordered set)
@@ -623,8 +649,9 @@ class FormPlanner:
 
     def _one_input(self, inp: FormInput) -> _Template | None:
         if inp.kind in FREE_TEXT:
-            self.tried.setdefault(inp.name, {})
-            return _Template([inp.name], text=inp.name)
+            t = _Template([inp.name], text=inp.name)
+            self.tried.setdefault(t.key, {})
+            return t
         values = _values(inp)
         return _Template([inp.name], [[-1, inp.name, v] for v in values]) if values else None
 
@@ -676,7 +703,8 @@ class FormPlanner:
         find the most new links (:meth:`_expected`)."""
         best, best_yield, text = None, -1.0, None
         for index, t in enumerate(self.templates):
-            if t.status == "testing" and len(t.subs) < self.params["sample"] and self._has_next(t):
+            if t.status == "testing" and self._has_next(t) and (
+                    len(t.subs) < self.params["sample"] or self._probing(t)):
                 if not t.text:
                     return index
                 if text is None:
@@ -698,8 +726,8 @@ class FormPlanner:
             return source, {**base, name: value}, 0
         word, band = self._next_word(t), self._next_band(t)
         assert word is not None
-        self.tried[t.text][word] = None
-        return -1, {t.text: word}, band
+        self.tried[t.key][word] = None
+        return -1, {**t.base, t.text: word}, band
 
     def _expected(self, t: _Template) -> float:
         """New links the template's next submission should find, by the last similar ones: for
@@ -716,12 +744,12 @@ class FormPlanner:
 
     def _next_word(self, t: _Template) -> str | None:
         """The word a one-input text template probes next (see the class docstring)."""
-        if t.text not in self._memo:
-            self._memo[t.text] = self._choose_word(t)
-        return self._memo[t.text]
+        if t.key not in self._memo:
+            self._memo[t.key] = self._choose_word(t)
+        return self._memo[t.key]
 
     def _choose_word(self, t: _Template) -> str | None:
-        tried = self.tried[t.text]
+        tried = self.tried[t.key]
         for w in self.seeds:
             if w not in tried:
                 return w
@@ -730,7 +758,8 @@ class FormPlanner:
         tops = self._band_tops(t)
         if tops:
             return tops[max(tops, key=lambda band: (self._band_score(t, band), band))][1]
-        return next((w for w in itertools.chain(self.labels, self.page_words) if w not in tried), None)
+        fallback = itertools.chain(_alternate(self.page_words, self.site_words), self.labels)
+        return next((w for w in fallback if w not in tried), None)
 
     def _next_band(self, t: _Template) -> int:
         """The frequency band of the word ``t`` probes next (0: a seed or a page word)."""
@@ -741,7 +770,7 @@ class FormPlanner:
         """Frequency band -> (count, word) of its most frequent word not tried in ``t``'s text box
         (the earliest seen among equals), leaving out the site's chrome: words on more than half
         of the result pages, and the form page's words (they come last)."""
-        tried = self.tried[t.text]
+        tried = self.tried[t.key]
         chrome = self.pages // 2 if self.pages >= 4 else self.pages + 1
         page = frozenset(self.page_words)
         tops: dict[int, tuple[int, str]] = {}
@@ -811,6 +840,11 @@ class FormPlanner:
         if t.status == "testing":
             if len(done) >= p["sample"] or (len(done) == len(t.subs) and not self._has_next(t)):
                 why = self._verdict(done)
+                if why is not None and t.text and len(done) > p["sample"] and done[-1].new_links:
+                    why = None   # the site's words found records after a sample of misses: kept, and
+                    # judged from here on over its last `window` submissions, as any kept template
+                elif why is not None and self._probe_on(t, done):
+                    return
                 t.status, t.reason = ("kept", "informative") if why is None else ("dropped", why)
         elif t.status == "kept" and len(done) >= p["window"]:
             why = self._verdict(done[-p["window"]:])
@@ -818,6 +852,47 @@ class FormPlanner:
                 t.status, t.reason = "dropped", f"{why} over its last {p['window']} submissions"
         if t.status == "dropped":
             t.queue.clear()
+            if t.text and not t.base and t.reason.startswith("not informative: 1 "):
+                self._pin(t)
+
+    def _pin(self, t: _Template) -> None:
+        """A text box that gave one page whatever it was sent, with the other inputs at their
+        defaults, is tested again with a select (radio group) that sends nothing by default held
+        at its most productive value: a site may answer every query with "choose a department
+        first" until one is chosen (a hidden site reached 360 of its 1,400 records through the
+        select alone). Once per text box; its words are tried anew."""
+        inputs = {i.name: i for i in self.form.inputs}
+        best: tuple[int, str, str] | None = None
+        for e in self.templates:
+            if len(e.inputs) != 1 or e.text or e.status == "dropped":
+                continue
+            inp = inputs.get(e.inputs[0])
+            if inp is None or inp.kind not in ("select", "radio") or (inp.default and inp.default[0]):
+                continue
+            for s in self._reported(e):
+                value = s.binding.get(inp.name)
+                if s.new_links and value and (best is None or s.new_links > best[0]):
+                    best = (s.new_links, inp.name, value)
+        if best is None or any(u.text == t.text and u.base for u in self.templates):
+            return
+        pinned = _Template([t.text], text=t.text, base={best[1]: best[2]})
+        self.tried.setdefault(pinned.key, {})
+        self.templates.append(pinned)
+
+    def _probe_on(self, t: _Template, done: list[_Submission]) -> bool:
+        """Whether a text box whose sample found nothing goes on being tested: while words of the
+        site's other pages are left to try, up to SITE_PROBES x ``sample`` submissions. Its sample
+        drew on the form page's few words and the site's most widespread ones; a hold-out archive's
+        records shared words with its home page, twelfth of them by how widespread."""
+        if not t.text or any(s.new_links for s in done) or len(t.subs) >= SITE_PROBES * self.params["sample"]:
+            return False
+        tried = self.tried[t.key]
+        return any(w not in tried for w in self.site_words)
+
+    def _probing(self, t: _Template) -> bool:
+        """A text box past its sample, every submission reported, still tested (:meth:`_probe_on`)."""
+        done = self._reported(t)
+        return bool(t.text) and len(done) == len(t.subs) and self._probe_on(t, done)
 
     def _reported(self, t: _Template) -> list[_Submission]:
         return [s for s in map(self.order.__getitem__, t.subs) if s.signature is not None]
@@ -878,7 +953,7 @@ class FormPlanner:
         """What ``skitter stats`` shows of the form: submissions, new links, each template."""
         return {"submitted": self.submitted, "reported": self.submitted - len(self.pending()),
                 "budget": self.budget, "new_links": sum(s.new_links for s in self.subs.values()),
-                "templates": [{"inputs": t.inputs, "status": t.status, "reason": t.reason,
+                "templates": [{"inputs": t.inputs, "fixed": t.base, "status": t.status, "reason": t.reason,
                                "submitted": len(t.subs),
                                "new_links": sum(self.order[n].new_links for n in t.subs)}
                               for t in self.templates]}
@@ -887,7 +962,8 @@ class FormPlanner:
         """The whole state, the form included, as one JSON string."""
         return json.dumps({
             "version": 1, "form": self.form.to_dict(), "budget": self.budget, "params": self.params,
-            "seeds": self.seeds, "labels": self.labels, "page_words": self.page_words, "counts": self.counts,
+            "seeds": self.seeds, "labels": self.labels, "page_words": self.page_words,
+            "site_words": self.site_words, "counts": self.counts,
             "pages": self.pages, "tried": {k: list(v) for k, v in self.tried.items()},
             "subs": [list(vars(s).values()) for s in self.order],
             "templates": [vars(t) for t in self.templates]}, ensure_ascii=False, separators=(",", ":"))
@@ -902,6 +978,7 @@ class FormPlanner:
         self.form = Form.from_dict(d["form"])
         self.budget, self.params = d["budget"], d["params"]
         self.seeds, self.labels, self.page_words = d["seeds"], d.get("labels", []), d["page_words"]
+        self.site_words = d.get("site_words", [])
         self.counts, self.pages = d["counts"], d["pages"]
         self.tried = {k: dict.fromkeys(v) for k, v in d["tried"].items()}
         self.order = [_Submission(*s) for s in d["subs"]]
@@ -938,25 +1015,65 @@ def _probe_words(texts: Iterable[str]) -> list[str]:
     return [w for w in dict.fromkeys(words) if len(w) >= 3 and w not in _STOPWORDS]
 
 
+def _spread(texts: Iterable[str]) -> dict[str, int]:
+    """Each probe word of ``texts`` -> how many of them show it (in first-seen order)."""
+    pages: dict[str, int] = {}
+    for text in texts:
+        for w in _probe_words([text]):
+            pages[w] = pages.get(w, 0) + 1
+    return pages
+
+
+def _alternate(a: list[str], b: list[str]) -> Iterator[str]:
+    """a[0], b[0], a[1], b[1], ... and the rest of the longer."""
+    for x, y in itertools.zip_longest(a, b):
+        if x is not None:
+            yield x
+        if y is not None:
+            yield y
+
+
 def _paged(url: str, links: Iterable[str]) -> bool:
     """Whether one of ``links`` is another page of the query ``url`` (:func:`is_result_page`)."""
     return any(is_result_page(url, link) for link in links)
 
 
+# path segments that name a page number after them (WordPress's /page/2/?s=word)
+_PAGE_SEGMENTS = frozenset({"page", "pages", "paged", "p", "pg", "seite", "pagina"})
+
+
+def _page_in_path(path: str, other: str) -> bool:
+    """Whether ``other`` is ``path`` with a page number's two segments put in (``/`` and
+    ``/page/2/``, ``/search`` and ``/search/page/3``)."""
+    a = [s for s in path.split("/") if s]
+    b = [s for s in other.split("/") if s]
+    if len(b) != len(a) + 2:
+        return False
+    for i in range(len(a) + 1):
+        if b[:i] == a[:i] and b[i + 2:] == a[i:]:
+            return b[i].lower() in _PAGE_SEGMENTS and b[i + 1].isdigit()
+    return False
+
+
 def is_result_page(submission: str, url: str) -> bool:
     """Whether ``url`` is a further page of the results of ``submission``: the same host and path,
-    every pair the submission sent, and a name it did not send (``page=2``, ``start=10``). A site's
+    every pair the submission sent, and a name it did not send (``page=2``, ``start=10``); or the
+    same pairs and the path with a page number put in (WordPress's ``/page/2/?s=word`` after
+    ``/?s=word``: a segment such as ``page`` or ``p`` and the number). A site's
     next-page links often leave out the empty fields (``?q=&c=a`` goes on at ``?c=a&page=2``): when
     the submission sent a field with a value, its empty ones may be missing. An empty query (every
     field empty) may go on with none of them (``?q=&c=`` at ``?page=2``), but not with one of them
     set (``?q=x&page=2`` is another query)."""
     parts, other = urlsplit(submission), urlsplit(url)
-    if other.path != parts.path or other.netloc != parts.netloc:
+    if other.netloc != parts.netloc:
         return False
     sent = parse_qsl(parts.query, keep_blank_values=True)
     got = parse_qsl(other.query, keep_blank_values=True)
     names = {k for k, _ in sent}
-    if not any(k not in names for k, _ in got):
+    if other.path != parts.path:
+        if not _page_in_path(parts.path, other.path):
+            return False
+    elif not any(k not in names for k, _ in got):
         return False
     need = [p for p in sent if p[1]]
     if not need:

@@ -417,3 +417,80 @@ def test_a_search_whose_words_are_nowhere_on_the_site_is_probed_empty(tmp_path) 
     assert "/?s=" in log
     fetched = {h for h in log if h in blog.posts}
     assert fetched == set(blog.posts)
+
+
+class QuietArchive:
+    """An oral-history archive (after a hold-out tester's): the search page says nothing of the
+    records and the site refuses the empty query ("Please enter one or more keywords"); the home
+    and about pages describe the collection in the records' own words. Results go on by path, as
+    WordPress's do (``/search/results/page/2/?keywords=...``), 5 a page."""
+
+    MENU = '<nav><a href="/">Home</a> <a href="/about/">About</a> <a href="/search/">Search the archive</a></nav>'
+
+    def __init__(self, n: int = 60) -> None:
+        import random
+
+        rng = random.Random(11)
+        topics = ["herring", "lugger", "flood", "chapel", "saltmarsh", "sailmaker", "oyster", "smokehouse"]
+        syll = ["ba", "de", "fi", "go", "ku", "la", "me", "no", "pi", "ru"]
+        filler = ["".join(rng.choice(syll) for _ in range(3)) for _ in range(200)]
+        self.records = {f"/interview/{i:03d}/": " ".join([topics[i % len(topics)], *rng.choices(filler, k=30)])
+                        for i in range(n)}
+
+    def respond(self, path_qs: str) -> Response:
+        path, _, query = path_qs.partition("?")
+        p = dict(parse_qsl(query, keep_blank_values=True))
+        if path == "/robots.txt":
+            return Response(200, [("Content-Type", "text/plain")], b"User-agent: *\nAllow: /\n")
+        results = path.startswith("/search/results/")
+        if path == "/":
+            body = ("<p>Voices of the coast: fishermen and their families remember the herring seasons, "
+                    "the lugger crews, the chapel on the quay and the great flood.</p>")
+        elif path == "/about/":
+            body = ("<p>Recorded in the villages of the estuary: the saltmarsh, the sailmaker's loft, "
+                    "the oyster beds and the smokehouse yards.</p>")
+        elif path == "/search/":
+            body = ('<form action="/search/results/" method="get"><label>Keywords <input name="keywords"></label>'
+                    '<select name="sort"><option>relevance</option><option>date</option></select>'
+                    '<button>Go</button></form>')
+        elif results:
+            q = p.get("keywords", "").strip().lower()
+            rest = path[len("/search/results/"):].strip("/")
+            page = int(rest.split("/")[1]) if rest.startswith("page/") else 1
+            if not q:
+                body = "<p>Please enter one or more keywords.</p>"
+            else:
+                hits = [u for u, text in self.records.items() if q in text.split()]
+                shown = hits[(page - 1) * 5:page * 5]
+                more = (f'<a href="/search/results/page/{page + 1}/?{html.escape(query)}">Next</a>'
+                        if page * 5 < len(hits) else "")
+                items = "".join(f'<tr><td><a href="{u}">{u}</a></td></tr>' for u in shown)
+                body = f"<table>{items}</table>{more}" if shown else f"<p>No interviews match {html.escape(q)}.</p>"
+        elif path in self.records:
+            body = f"<article><p>{self.records[path]}</p></article>"
+        else:
+            return Response(404, [("Content-Type", "text/html")], b"<p>not found</p>")
+        page_html = f"<html><head><title>Coast Voices</title></head><body>{self.MENU}{body}</body></html>"
+        return Response(200, [("Content-Type", "text/html; charset=utf-8")], page_html.encode())
+
+
+def test_a_search_is_probed_with_the_words_of_the_sites_other_pages(tmp_path) -> None:
+    """No word of the search page is a record's and the empty query is refused: the words of the
+    home and about pages (the first pages crawled of the host) reach the records, and the further
+    result pages, numbered in the path, are read as the submission's results, at its depth."""
+    site = QuietArchive()
+    with ModelServer(site) as srv:
+        crawl([srv.base + "/"], tmp_path / "c", forms=True, delay=0, adaptive_delay=0, allow_private=True,
+              index_interval=-1)
+        log = [h.path for h in srv.log]
+    assert {h for h in log if h in site.records} == set(site.records)
+    conn = sqlite3.connect(tmp_path / "c" / "crawl.db")
+    try:
+        roles = dict(conn.execute("SELECT url, role FROM form_urls"))
+        depth = dict(conn.execute("SELECT url, depth FROM fetches"))
+    finally:
+        conn.close()
+    paged = [u for u in roles if "/search/results/page/" in u]
+    assert paged and all(roles[u] == "results" for u in paged)
+    subs = {u: depth[u] for u, r in roles.items() if r == "submission"}
+    assert all(depth[u] == next(iter(subs.values())) for u in paged)   # the submissions' depth

@@ -373,6 +373,91 @@ def planner(**kw) -> FormPlanner:
     return FormPlanner(FORM, seed_words=["w3 w10"], page_words=["Search the site"], **kw)
 
 
+class StrictSite(ToySite):
+    """A ToySite that answers "please choose" (one page, whatever was sent) to a query that leaves
+    out a field it requires: ``q`` (no empty query), or ``cat`` (a department first)."""
+
+    def __init__(self, requires: str, **kw) -> None:
+        super().__init__(**kw)
+        self.requires = requires
+
+    def page(self, url: str, page: int = 0) -> dict:
+        if not dict(sent(url)).get(self.requires):
+            return {"signature": "please-choose", "words": [f"Please choose a {self.requires} first"],
+                    "links": [], "new_links": 0}
+        return super().page(url, page)
+
+
+TEXT_ONLY = one('<form action="/search"><input name=q><select name=sort><option>relevance</option>'
+                '<option>date</option></select></form>', "http://site.example/find")
+
+
+def test_a_text_box_is_probed_with_the_words_of_the_sites_other_pages() -> None:
+    """No record shares a word with the form's page, and the empty query is refused: the words of
+    the site's other pages (its home page), less the chrome they share with the form's page,
+    reach the records. Without them the text box is dropped on the page's words."""
+    home = "Search the site. Welcome: the archive keeps the stories of w20, w49 and w103."
+    p = FormPlanner(TEXT_ONLY, page_words=["Search the site: type some words"], site_words=[home])
+    assert p.site_words[:3] == ["welcome", "archive", "keeps"] and "search" not in p.site_words
+    site = StrictSite("q")
+    site.run(p)
+    q = {tuple(t["inputs"]): t for t in p.summary()["templates"]}[("q",)]
+    assert q["status"] == "kept" and len(site.seen) > 100
+    # the fallback alternates the page's words and the site's
+    words = [s.binding.get("q") for s in p.order if s.template == 0]
+    assert words[:5] == ["", "search", "welcome", "site", "archive"], words
+    alone = StrictSite("q")
+    alone.run(FormPlanner(TEXT_ONLY, page_words=["Search the site: type some words"]))
+    assert alone.seen == set()
+    # carried by the state
+    assert FormPlanner.from_json(p.to_json()).site_words == p.site_words
+
+
+def test_a_text_box_that_found_nothing_goes_on_with_the_sites_words_for_a_while() -> None:
+    """The sample of ten drew on the site's most widespread words and found nothing: the text box
+    is tried on while the site's words last, up to three samples; the form page's words that the
+    site's pages all show (its menu) are not among the page words."""
+    menu = "Home Archive About "
+    widespread = "harbour lantern meadow orchard quarry ravine saddle thicket umbrella valley walrus yonder"
+    pages = [menu + widespread + " w20 w49", menu + widespread + " zephyr"]
+    p = FormPlanner(TEXT_ONLY, page_words=[menu + "Search the records"], site_words=pages)
+    assert p.page_words == ["search", "records"]   # not "home", "archive"
+    site = StrictSite("q")
+    site.run(p)
+    q = {tuple(t["inputs"]): t for t in p.summary()["templates"]}[("q",)]
+    assert q["status"] == "kept" and len(site.seen) > 100
+    # words no record holds: dropped after three samples, not more (or when they run out)
+    many = " ".join(f"zz{a}{b}" for a in "abcdefgh" for b in "abcdefgh")
+    for words, submitted in ((many, 30), (widespread, 15)):
+        p = FormPlanner(TEXT_ONLY, page_words=["Search the records"], site_words=[words])
+        StrictSite("q").run(p)
+        q = {tuple(t["inputs"]): t for t in p.summary()["templates"]}[("q",)]
+        assert q["status"] == "dropped" and q["submitted"] == submitted
+
+
+def test_a_text_box_the_site_answers_only_with_a_department_is_tried_with_one() -> None:
+    """Every query with the select at its placeholder ("choose a department") gives one page: the
+    text box is tested again with the select held at its most productive value, its words anew,
+    and combined with the select's other values where the results run on."""
+    form = one('<form action="/search"><select name=cat><option value="">Choose a department</option>'
+               '<option value=a>Alpha</option><option value=b>Beta</option></select><input name=q></form>',
+               "http://site.example/find")
+    site = StrictSite("cat", n=900)
+    p = FormPlanner(form, page_words=["Find parts"])
+    site.run(p)
+    templates = p.summary()["templates"]
+    plain = [t for t in templates if t["inputs"] == ["q"] and not t["fixed"]]
+    pinned = [t for t in templates if t["inputs"] == ["q"] and t["fixed"]]
+    assert plain[0]["status"] == "dropped" and plain[0]["reason"].startswith("not informative: 1 ")
+    assert len(pinned) == 1 and pinned[0]["status"] == "kept" and set(pinned[0]["fixed"]) == {"cat"}
+    held = next(t for t in p.templates if t.base)
+    assert held.subs and all(dict(sent(p.order[n].url))["cat"] in ("a", "b") for n in held.subs)
+    # the select alone reaches its 30 a department; with the text box, most of the 900
+    assert len(site.seen) > 600
+    restored = FormPlanner.from_json(p.to_json())
+    assert [t.base for t in restored.templates] == [t.base for t in p.templates]
+
+
 def test_planner_stays_within_the_budget_and_sends_only_get_urls() -> None:
     p = planner(budget=40)
     assert p.budget == 40 and FormPlanner(FORM).budget == DEFAULT_BUDGET == 500
@@ -525,6 +610,14 @@ def test_further_result_pages() -> None:
     assert not is_result_page("http://h/s?q=&c=", "http://h/s?q=x&page=2")
     assert not is_result_page("http://h/s?q=", "http://h/s?q=")
     assert is_result_page("http://h/s?q=", "http://h/s?q=&page=2")
+    # or a page number in the path (WordPress's /page/2/?s=word), the pairs kept
+    assert is_result_page("http://h/?s=kelp", "http://h/page/2/?s=kelp")
+    assert is_result_page("http://h/search?q=x&c=a", "http://h/search/p/3?q=x&c=a")
+    assert is_result_page("http://h/?s=", "http://h/page/2/")
+    assert not is_result_page("http://h/?s=kelp", "http://h/page/2/?s=reef")       # another query
+    assert not is_result_page("http://h/?s=kelp", "http://h/post/2/?s=kelp")       # a record, not a page
+    assert not is_result_page("http://h/?s=kelp", "http://h/page/two/?s=kelp")
+    assert not is_result_page("http://h/?s=kelp", "http://h/a/page/2/?s=kelp")
 
 
 def test_a_text_box_is_probed_empty_after_the_seed_words_and_before_the_page_words() -> None:

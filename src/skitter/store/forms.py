@@ -28,7 +28,7 @@ from collections.abc import Iterator
 
 from ..urls import fingerprint
 from .db import CrawlDB
-from .text import deflate
+from .text import deflate, page_text
 
 SUBMISSION, RESULTS, RECORD = "submission", "results", "record"
 ROLES = (SUBMISSION, RESULTS, RECORD)
@@ -103,6 +103,11 @@ class FormRecords:
         """(via_form, form key, role) of ``url``, or None if no submission reached it."""
         return self.db.conn.execute("SELECT via_form, form, role FROM form_urls WHERE fp = ?",
                                     (fingerprint(url),)).fetchone()
+
+    def page_text(self, url: str) -> str:
+        """The stored text of page ``url`` ('' if the crawl stored none)."""
+        row = self.db.conn.execute("SELECT text FROM pages WHERE fp = ?", (fingerprint(url),)).fetchone()
+        return (page_text(row[0]) or "") if row is not None else ""
 
     def result_pages(self, via_form: str) -> int:
         """Further result pages of a submission marked so far (read once per submission after a
