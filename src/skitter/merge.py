@@ -41,11 +41,29 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
     return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
 
 
+def _check_warc_files(src: Path) -> None:
+    """CrawlDirError if a WARC file that ``src``'s fetch records name is missing: the merge would
+    copy the records without the responses they point to (the merged crawl's WARC export fails)."""
+    conn = sqlite3.connect(f"file:{src / DB_NAME}?mode=ro", uri=True)
+    try:
+        names = [n for (n,) in conn.execute("SELECT DISTINCT warc_file FROM fetches WHERE warc_file IS NOT NULL")]
+    except sqlite3.DatabaseError as exc:
+        raise CrawlDirError(f"{src}: cannot read its {DB_NAME}: {exc}") from None
+    finally:
+        conn.close()
+    for name in names:
+        if not (src / "warc" / name).is_file():
+            raise CrawlDirError(f"a WARC file of {src} is missing: {src / 'warc' / name} (nothing was merged)")
+
+
 def merge(sources: list[Path], out: Path) -> dict[str, int]:
     """Merge ``sources`` into the new crawl directory ``out``; returns counts."""
     for src in sources:
         if not (src / DB_NAME).exists():
             raise CrawlDirError(f"{src} is not a crawl directory (no {DB_NAME})")
+        if (src / DB_NAME).stat().st_size == 0:
+            raise CrawlDirError(f"{src} is not a crawl directory (its {DB_NAME} is empty)")
+        _check_warc_files(src)
     if (out / DB_NAME).exists():
         raise CrawlDirError(f"{out} already holds a crawl: merge writes a new directory")
     out.mkdir(parents=True, exist_ok=True)

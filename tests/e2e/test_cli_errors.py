@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 
@@ -270,3 +271,31 @@ def test_a_warc_export_writes_through_a_link_and_refuses_what_is_not_a_file(tmp_
     line = one_error_line(skitter("export", str(finished_crawl), "--format", "jsonl", "-o",
                                   str(tmp_path / "nowhere" / "x.jsonl")))
     assert line == f"skitter: error: {tmp_path / 'nowhere' / 'x.jsonl'}: No such file or directory"
+
+
+def test_merge_of_a_crawl_without_its_warc_files_or_with_an_empty_database(tmp_path):
+    """merge said "19 URLs merged" (exit 0) without the WARC files the records point to; and made
+    an empty crawl.db a crawl database."""
+    import shutil
+
+    _, out = _small_crawl(tmp_path)
+    shutil.rmtree(out / "warc")
+    line = one_error_line(skitter("merge", str(out), "-o", str(tmp_path / "m")))
+    assert "a WARC file of" in line and "is missing" in line and not (tmp_path / "m").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "crawl.db").write_bytes(b"")
+    line = one_error_line(skitter("merge", str(empty), "-o", str(tmp_path / "m")))
+    assert "crawl.db is empty" in line and (empty / "crawl.db").stat().st_size == 0
+
+
+def test_a_corrupt_stored_config_is_one_line(tmp_path):
+    _, out = _small_crawl(tmp_path)
+    conn = sqlite3.connect(out / "crawl.db")
+    for value in ("{not json", '{"seeds": 5}'):
+        with conn:
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'config'", (value,))
+        for args in (("stats", str(out)), ("recrawl", str(out), "--for", "1s")):
+            line = one_error_line(skitter(*args))
+            assert line.startswith("skitter: error: crawl.db holds a corrupt meta value for 'config'"), line
+    conn.close()

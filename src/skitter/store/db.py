@@ -348,7 +348,15 @@ class CrawlDB:
     # -- meta -------------------------------------------------------------------------------
     def get_meta(self, key: str, default: Any = None) -> Any:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else default
+        if not row:
+            return default
+        try:
+            value = json.loads(row[0])
+        except (TypeError, ValueError):
+            raise CrawlDirError(f"crawl.db holds a corrupt meta value for {key!r} (not JSON)") from None
+        if key == "config" and not (isinstance(value, dict) and isinstance(value.get("seeds", []), list)):
+            raise CrawlDirError("crawl.db holds a corrupt meta value for 'config' (not the crawl's settings)")
+        return value
 
     def set_meta(self, key: str, value: Any) -> None:
         self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
