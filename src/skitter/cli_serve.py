@@ -60,5 +60,7 @@ def serve(directory: str | None, host: str, port: int, labels_path: str | None, 
 
     sock = listen(host, port)   # a port in use or an address not ours: one line, before "serving"
     what = d if d is not None else f"the cluster of crawl {crawl_id}"
-    click.echo(f"skitter: serving {what} on http://{host}:{port}/ (Ctrl-C to stop)", err=True)
+    port = sock.getsockname()[1]   # --port 0: the one the system gave
+    shown = f"[{host}]" if ":" in host else host
+    click.echo(f"skitter: serving {what} on http://{shown}:{port}/ (Ctrl-C to stop)", err=True)
     run(d, host=host, port=port, labels=labels, topic=topic, redis=redis, sock=sock)

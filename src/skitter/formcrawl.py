@@ -101,7 +101,7 @@ def read_form_words(path: str) -> list[str]:
     """The words of a ``--form-words`` file (any text: its words, in order), or a one-line
     UsageError."""
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace").split()
+        return Path(path).read_text(encoding="utf-8-sig", errors="replace").split()
     except OSError as exc:
         raise UsageError(f"--form-words: cannot read {path}: {exc.strerror or exc}") from None
 

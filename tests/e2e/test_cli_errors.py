@@ -299,3 +299,48 @@ def test_a_corrupt_stored_config_is_one_line(tmp_path):
             line = one_error_line(skitter(*args))
             assert line.startswith("skitter: error: crawl.db holds a corrupt meta value for 'config'"), line
     conn.close()
+
+
+def test_serve_on_port_0_says_the_port_it_got(tmp_path):
+    """`--port 0` asks the system for a free port: the "serving" line names it (it said :0)."""
+    import re
+    import time
+    import urllib.request
+
+    from skitter.store.db import CrawlDB
+
+    CrawlDB(tmp_path).close()
+    proc = subprocess.Popen([sys.executable, "-m", "skitter", "serve", str(tmp_path), "--port", "0"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        m = re.search(r"on http://127\.0\.0\.1:(\d+)/", line)
+        assert m and m.group(1) != "0", line
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{m.group(1)}/", timeout=5) as resp:
+                    assert resp.status == 200
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        proc.stderr.close()
+
+
+def test_eval_files_with_a_byte_order_mark_are_read_and_empty_labels_refused(tmp_path):
+    """A labels file saved with a BOM (as Windows editors do) was "Unexpected UTF-8 BOM"; an empty
+    one evaluated nothing and exited 0; eval-fresh on a crawl never recrawled blamed the fetches."""
+    _, out = _small_crawl(tmp_path)
+    (tmp_path / "labels.jsonl").write_text('\ufeff{"url": "http://127.0.0.1/", "topic": "bees"}\n', encoding="utf-8")
+    res = skitter("eval-crawl", str(out), "--labels", str(tmp_path / "labels.jsonl"))
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    (tmp_path / "empty.jsonl").write_text("\n")
+    line = one_error_line(skitter("eval-crawl", str(out), "--labels", str(tmp_path / "empty.jsonl")))
+    assert "holds no label records" in line
+    (tmp_path / "changes.json").write_text('\ufeff{"http://127.0.0.1/": [1.0]}')
+    line = one_error_line(skitter("eval-fresh", str(out), "--changes", str(tmp_path / "changes.json")))
+    assert "holds no recrawl" in line

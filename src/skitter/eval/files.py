@@ -58,6 +58,8 @@ def load_labels(path: Path | str) -> Labels:
             pagerank[url] = float(rec["pagerank"])
         if rec.get("reachable") is False:
             unreachable.add(url)
+    if not topic:
+        raise EvalFileError(f"{path} holds no label records (one JSON object a line, with a url)")
     return Labels(topic, pagerank, unreachable)
 
 
@@ -82,7 +84,7 @@ def evaluate_crawl(directory: Path | str, labels: Labels, topic: str | None = No
 
 def _lines(path: Path | str) -> list[str]:
     try:
-        return Path(path).read_text(encoding="utf-8").splitlines()
+        return Path(path).read_text(encoding="utf-8-sig").splitlines()   # (a BOM, as Windows editors write)
     except OSError as exc:
         raise EvalFileError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

@@ -64,7 +64,7 @@ class FormCoverage:
 def load_truth(path: Path | str) -> set[str]:
     """The ground truth's URLs, canonical; a UsageError for a file that cannot be read or is empty."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
     except OSError as exc:
         raise UsageError(f"--truth: cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

@@ -107,7 +107,7 @@ def load_change_log(path: Path | str) -> ChangeLog:
     """The change log in ``path`` (module docstring), URLs canonical; a UsageError for a file that
     cannot be read or is not such a log."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"--changes: cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
@@ -167,6 +167,9 @@ def evaluate_fresh(directory: Path | str, log: ChangeLog, *, warmup: float = 0.0
         urls, visits, weights = collection_visits(directory)
     except ValueError:
         raise UsageError(f"{directory} holds no recrawl (run skitter recrawl, or crawl --recrawl)") from None
+    if not urls:   # (a crawl never recrawled has the tables, empty)
+        raise UsageError(f"{directory} holds no recrawl: its collection is empty (run skitter recrawl, "
+                         "or crawl --recrawl)")
     firsts = sorted(v[0] for v in visits.values() if v)
     if not firsts:
         raise UsageError(f"{directory}: no page of the collection was fetched")
