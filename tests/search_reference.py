@@ -57,10 +57,11 @@ class Reference:
             host, hostport = _split_host(url)
             cols = {
                 "title": analyze.tokens(title),
-                "meta": analyze.tokens(" ".join(x for x in (desc, kw) if x)),
-                "headings": analyze.tokens(heads),
+                # a field of separate pieces: a gap between them (analyze.GAP), which no query holds
+                "meta": _pieces([desc, kw]),
+                "headings": _pieces((heads or "").split("\n")),
                 "url": analyze.tokens(analyze.url_words(url)),
-                "anchors": analyze.tokens(" \n ".join(anchors.get(fp, []))),
+                "anchors": _pieces(anchors.get(fp, [])),
                 "body": analyze.tokens(page_text(text)),
             }
             pos: dict[str, dict[str, list[int]]] = {}
@@ -120,6 +121,16 @@ class Reference:
                 return {fp for fp, d in self.docs.items() if d.date is not None and d.date >= node.day}
             return {fp for fp, d in self.docs.items() if d.date is not None and d.date < node.day}
         raise TypeError(f"cannot evaluate {node!r}")
+
+
+def _pieces(parts: list[str | None]) -> list[str]:
+    """The tokens of each non-empty part, a gap token between two."""
+    out: list[str] = []
+    for part in parts:
+        toks = analyze.tokens(part)
+        if toks:
+            out += ([analyze.GAP] if out else []) + toks
+    return out
 
 
 def _starts(d: RefDoc, col: str, tokens: tuple[str, ...]) -> list[int]:

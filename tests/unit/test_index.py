@@ -968,3 +968,41 @@ def test_families_are_the_ends_of_the_chains_of_marks(up):
         assert fam[a] == fam.get(b, b)          # one mark apart: one family
         end = fam[a]
         assert end not in up or fam[end] == end   # an end is unmarked, or a loop's named member
+
+
+def test_a_phrase_never_joins_two_pieces_of_a_field(tmp_path):
+    """A page's anchors come from separate links, its headings are separate headings, its meta is
+    a description and keywords: a phrase (or NEAR/0) does not join the end of one piece to the
+    start of the next (a hold-out tester's anchors "amber" and "falcon", from two pages, matched
+    "amber falcon"); within a piece it matches as before."""
+    from sites import StaticSite
+
+    from skitter.api import crawl
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(
+        '<html><body><a href="a.html">next</a> <a href="t.html">amber</a></body></html>')
+    (site / "a.html").write_text('<html><body><a href="t.html">falcon wings</a></body></html>')
+    (site / "t.html").write_text(
+        '<html><head><title>Target</title><meta name="description" content="a quiet glacier">'
+        '<meta name="keywords" content="lagoon, tides"></head><body><h2>Saffron</h2><h2>tundra winds</h2>'
+        '<p>plain words</p></body></html>')
+    with StaticSite(site) as srv:
+        crawl([srv.base + "/"], tmp_path / "c", delay=0, adaptive_delay=0, allow_private=True, index_interval=-1)
+    Indexer(tmp_path / "c").update(exact_anchors=True)
+    s = Searcher(tmp_path / "c")
+    target = srv.base + "/t.html"
+
+    def urls(q: str) -> set[str]:
+        return {h.url for h in s.search(q, limit=None, collapse=False, snippets=False).hits}
+
+    try:
+        for q in ['"amber falcon"', 'anchor:"amber falcon"', "amber NEAR/0 falcon", 'headings:"saffron tundra"',
+                  'meta:"glacier lagoon"']:
+            assert target not in urls(q), q
+        for q in ["anchor:amber", "anchor:falcon", 'anchor:"falcon wings"', 'headings:"tundra winds"',
+                  'meta:"quiet glacier"', "meta:lagoon", "headings:saffron"]:
+            assert target in urls(q), q
+    finally:
+        s.close()

@@ -30,8 +30,8 @@ import Stemmer
 
 from ..compiled import speedups
 
-__all__ = ["STOP_WORDS", "MAX_TOKEN", "tokens", "words", "column", "stem", "stem_words", "index_stem_words",
-           "url_words", "fold"]
+__all__ = ["STOP_WORDS", "MAX_TOKEN", "GAP", "tokens", "words", "column", "pieces", "stem", "stem_words",
+           "index_stem_words", "url_words", "fold"]
 
 MAX_TOKEN = 40
 
@@ -123,6 +123,21 @@ if _speedups is not None:
 else:
     words = _words_py
     column = _column_py
+
+
+# Put between the separate pieces of one field (a page's incoming anchors, its headings, its
+# description and its keywords): a token no query can hold, as the analyzer drops words longer than
+# MAX_TOKEN, so that a phrase or NEAR/0 never joins the end of one anchor to the start of another
+# (an anchor "amber" and another link's "falcon" matched "amber falcon"). It takes one position, as
+# Lucene's position increment gap does (100 there): NEAR/k with k >= 1 may still span two pieces.
+GAP = "zz" + "0" * MAX_TOKEN
+
+
+def pieces(parts: list[str], counts: dict[str, int]) -> str:
+    """The indexed form of a field made of separate ``parts``: each part's :func:`column`, joined
+    by :data:`GAP` (empty parts left out)."""
+    cols = [column(p, counts) for p in parts if p]
+    return f" {GAP} ".join(c for c in cols if c)
 
 
 def stem_words(ws: list[str]) -> list[str]:

@@ -82,7 +82,8 @@ from ..urlhash import fingerprint   # not skitter.urls: the index process needs 
 from . import analyze
 
 INDEX_NAME = "index.db"
-INDEX_VERSION = 5   # 5: anchor text in a table of its own (an older index is rebuilt by its next update)
+INDEX_VERSION = 6   # 6: analyze.GAP between a field's pieces; 5: anchor text in a table of its own (an
+                    # older index is rebuilt by its next update)
 COLUMNS = ("title", "meta", "headings", "url", "anchors", "body")   # the fields a query names
 MAIN = tuple(c for c in COLUMNS if c != "anchors")                    # the columns of ``fts``
 MAX_ANCHORS = 500
@@ -574,9 +575,11 @@ class Indexer:
             host, hostport = _split_host(url)
             family = fingerprint(near) if near else fp
             date = _iso(last_mod) or _iso(fetched_at)
-            meta_text = " ".join(x for x in (desc, kw) if x)
-            cols = [analyze.column(value, p.surface) if value else ""
-                    for value in (title, meta_text, heads, page_text(text))]
+            # the description and keywords, and each heading, are pieces of their field
+            cols = [analyze.column(title, p.surface) if title else "",
+                    analyze.pieces([desc, kw], p.surface),
+                    analyze.pieces(heads.split("\n"), p.surface) if heads else "",
+                    analyze.column(body, p.surface) if (body := page_text(text)) else ""]
             url_text = analyze.column(analyze.url_words(url), {})
             a_text, a_n = anchors.get(fp, ("", 0))
             p.texts[fp] = (cols[0], cols[1], cols[2], url_text, cols[3])   # MAIN's order
@@ -834,7 +837,7 @@ def _anchor_texts(idx: sqlite3.Connection, fps: list[int]) -> dict[int, tuple[st
         part = fps[i:i + 500]
         for dst, n, text in idx.execute(
                 f"SELECT dst, n, text FROM anchors WHERE dst IN ({','.join('?' * len(part))})", part):
-            out[dst] = (analyze.column(text, {}), n)
+            out[dst] = (analyze.pieces(text.split(ANCHOR_SEP), {}), n)   # each link's anchor a piece
     return out
 
 
