@@ -84,12 +84,13 @@ def _variants() -> dict[str, str]:
     inside of a character class: a stem's prefix matches the words the analyzer folds to it
     ("crème" for the stem "creme"; only "café", whose prefix "caf" has no accent, was marked)."""
     out: dict[str, list[str]] = {}
-    for code in [*range(0xC0, 0x250), *range(0x1E00, 0x1F00)]:
+    # Latin, Greek and Cyrillic letters with diacritics ("ά" → "α", "ё" → "е")
+    for code in [*range(0xC0, 0x250), *range(0x370, 0x500), *range(0x1E00, 0x2000)]:
         c = chr(code)
         f = analyze.fold(c)
-        if len(f) == 1 and f.isascii() and f.isalpha():
+        if len(f) == 1 and f.isalpha() and f != c.lower():
             out.setdefault(f, [f]).append(c)
-    return {k: "".join(v) for k, v in out.items()}
+    return {k: "".join(re.escape(x) for x in v) for k, v in out.items()}
 
 
 def _pattern(prefix: str) -> str:
@@ -100,12 +101,14 @@ def _pattern(prefix: str) -> str:
 @lru_cache(maxsize=256)
 def _candidates(stems: frozenset[str]) -> re.Pattern | None:
     """A regex for the words that may analyse to one of ``stems``: those starting with the stem
-    less its last letter (Porter-2 stems are prefixes of the word but for a final y → i), any of
-    its letters written with a diacritic."""
-    prefixes = sorted({st[:-1] if len(st) > 3 else st for st in stems if st}, key=len, reverse=True)
-    if not prefixes:
+    less its last letter (Porter-2 stems are prefixes of the word but for a final y → i, and
+    for "sky" of "skies"), any of its letters written with a diacritic."""
+    starts = {st[:-1] if len(st) > 2 else st for st in stems if st}
+    # Porter-2's words whose stem is not their start: dying, lying, tying (skies, sky: "sk" above)
+    starts |= {st[0] + "y" for st in stems if st in ("die", "lie", "tie")}
+    if not starts:
         return None
-    alt = "|".join(_pattern(p) for p in prefixes)
+    alt = "|".join(_pattern(p) for p in sorted(starts, key=len, reverse=True))
     return re.compile(rf"(?<![^\W_])(?:{alt})[^\W_]*", re.IGNORECASE)
 
 
