@@ -265,3 +265,18 @@ def test_one_at_a_time_each_start_waits_the_gap_of_the_response_before_it(steps)
         t += elapsed
         c.finished(t, elapsed)
         assert c.next_time == pytest.approx(t + max(0.5, min(10 * elapsed, 60.0)))
+
+
+@pytest.mark.parametrize("status", [429, 503])
+@pytest.mark.parametrize("value", ["1000000000", "9" * 400, "Fri, 31 Dec 9999 23:59:59 GMT"])
+def test_a_urls_retry_waits_at_most_the_retry_after_cap(status, value):
+    """A 503 with Retry-After: 10^9 held its URL for 31 years (a 400-digit one: for ever, stored as
+    inf) while the host's hold was capped: the URL's retry is capped alike (README: at most 10
+    minutes, and the URL is retried)."""
+    from skitter.decide import Rules, decide
+    from skitter.frontier.politeness import MAX_RETRY_AFTER
+    from skitter.models import Candidate, FetchResult
+
+    result = FetchResult("http://h.example/", status=status, headers=[("Retry-After", value)])
+    d = decide(Candidate("http://h.example/"), result, None, None, Rules(), 1.8e9)
+    assert d.kind == "retry" and d.retry_in == MAX_RETRY_AFTER == 600.0

@@ -17,6 +17,11 @@ from dataclasses import dataclass
 from datetime import UTC
 
 
+#: The longest a 429's or 503's Retry-After holds a host, or a URL's retry (10 minutes): a server
+#: that asks for 31 years, or for 10^399 seconds, gets this
+MAX_RETRY_AFTER = 600.0
+
+
 @dataclass(frozen=True, slots=True)
 class Politeness:
     delay: float = 1.0
@@ -24,7 +29,7 @@ class Politeness:
     adaptive: float = 10.0
     max_crawl_delay: float = 60.0
     max_adaptive: float = 60.0
-    max_retry_after: float = 600.0
+    max_retry_after: float = MAX_RETRY_AFTER
 
 
 class HostClock:
