@@ -37,6 +37,11 @@ WEB = DemoConfig(hosts=6, pages=240, seed=7, crawl_delay=0)
 # workers once in 32 crawls (worker names are random), all of 12 once in 2,048.
 WIDE = DemoConfig(hosts=12, pages=240, seed=7, crawl_delay=0)
 
+# A worker killed with kill -9 fetches again what it fetched in its last commit interval (1 s) and
+# what it had in flight; with the commit's own time on a loaded machine (the suite in 4 processes
+# and a second crawl beside it), the URLs first fetched up to 2 s before its last heartbeat
+KILL_WINDOW = 2.0
+
 
 def skitter(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "skitter", *args], capture_output=True, text=True, timeout=timeout)
@@ -288,7 +293,7 @@ def test_a_worker_killed_mid_crawl_loses_nothing(redis_url, local_urls, tmp_path
     # Only what the killed worker had in flight, or fetched in the last commit interval (1 s: its
     # store had not committed it, so it was not done in Redis either), is fetched again. A worker
     # the machine's load starved of CPU before the kill stopped committing at its last heartbeat.
-    late = {k: round(quiet_since - first[k], 3) for k in repeated if first[k] < quiet_since - 1.5}
+    late = {k: round(quiet_since - first[k], 3) for k in repeated if first[k] < quiet_since - KILL_WINDOW}
     print(f"{len(repeated)} URLs fetched twice")
     assert not late, f"URLs done well before the kill fetched again: {late}"
     # merged: each URL once, nothing missing, the fetch order renumbered, search works on it
@@ -731,7 +736,7 @@ last heartbeat on: a worker starved of CPU by the machine's load stops committin
         answers[(e["host"], e["path"])].append((e["t0"], e["status"]))
     again = {k: v for k, v in answers.items() if len(v) > 1 and not k[1].endswith("/robots.txt")}
     unexplained = {k: v for k, v in again.items()
-                   if v[0][1] not in (429, 500, 502, 503, 504) and not quiet_since - 1.5 <= v[0][0] <= killed_at}
+                   if v[0][1] not in (429, 500, 502, 503, 504) and not quiet_since - KILL_WINDOW <= v[0][0] <= killed_at}
     assert not unexplained, unexplained
 
 
