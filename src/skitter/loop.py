@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
-from .analyse import Analysis, analyse, archive_only
+from .analyse import CPU_LIMIT, Analysis, analyse, analyse_limited, archive_only
 from .clock import Clock, wait_event
 from .config import CrawlConfig
 from .crawllog import crawl_log
@@ -68,6 +68,11 @@ if TYPE_CHECKING:
     from .recrawl.revisit import Recrawl, Visit   # only with a recrawl (cli.py's recrawl passes one)
 
 log = logging.getLogger(__name__)
+
+# Submissions of one page to the analysis processes, at most: a page that kills its process is
+# tried twice, one queued behind a page that kills it again and again (each death makes the others
+# in its pipe submit again) at most this many times
+_ANALYSE_TRIES = 8
 
 
 @dataclass
@@ -333,18 +338,26 @@ class Crawler:
     async def _analyse(self, result: FetchResult, url: str) -> Analysis:
         if self.pool is None:
             return analyse(result, url, *self._analyse_options)
-        args = (analyse, result, url, *self._analyse_options)
-        try:
-            return await self.pool.submit(*args)
-        except ProcessDied:   # killed, out of memory, or this page: the pool has replaced it
-            self._check_pool()
-        try:
-            return await self.pool.submit(*args)
-        except ProcessDied as exc:   # twice: this page crashes the parser; keep it, unparsed
-            self._check_pool()
-            log.warning("%s: %s; the response is archived but not parsed", url, exc)
-            self.stats.unparsed += 1
-            return archive_only(result, url)
+        args = (analyse_limited, CPU_LIMIT, result, url, *self._analyse_options)
+        ran = 0
+        for _ in range(_ANALYSE_TRIES):
+            try:
+                return await self.pool.submit(*args)
+            except ProcessDied as exc:   # the pool has replaced the process
+                self._check_pool()
+                if exc.cpu_limit:   # this page: it would take as long again
+                    log.warning("%s: analysing it took more than %g s of CPU; the response is archived but not "
+                                "parsed", url, CPU_LIMIT)
+                    break
+                ran += exc.running   # (a call queued behind the one that died did nothing wrong)
+                if ran >= 2:   # killed, out of memory, or this page, twice: it crashes the parser
+                    log.warning("%s: %s; the response is archived but not parsed", url, exc)
+                    break
+        else:
+            log.warning("%s: its analysis process died %d times; the response is archived but not parsed",
+                        url, _ANALYSE_TRIES)
+        self.stats.unparsed += 1
+        return archive_only(result, url)
 
     def _check_pool(self) -> None:
         if self.pool is not None and self.pool.broken:   # no process can start: stop with the reason

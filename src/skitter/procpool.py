@@ -30,6 +30,7 @@ import itertools
 import logging
 import os
 import pickle
+import signal
 import sys
 from typing import Any
 from collections.abc import Callable
@@ -46,7 +47,16 @@ _CLOSE_WAIT = 10.0                   # seconds a closing worker may take to answ
 
 
 class ProcessDied(Exception):
-    """The child process running a call ended before answering it."""
+    """The child process running a call ended before answering it. ``running``: whether the call
+    was the one it was running (a worker answers its calls in the order they came: the oldest
+    unanswered one); False for the calls queued behind it, which did not kill it and can be
+    made again as they are. ``cpu_limit``: it was killed for running out of a call's CPU time
+    (``analyse.analyse_limited``)."""
+
+    def __init__(self, message: str, *, running: bool = True, cpu_limit: bool = False) -> None:
+        super().__init__(message)
+        self.running = running
+        self.cpu_limit = cpu_limit
 
 
 class _Child:
@@ -205,13 +215,17 @@ class ProcessPool:
     async def _died(self, w: _Child) -> None:
         w.dead = True
         code = await w.proc.wait()
-        for fut in w.pending.values():
+        running = min(w.pending, default=None)   # the oldest unanswered call: the one it ran
+        cpu = code == -signal.SIGVTALRM
+        why = "ran out of its CPU time for one call" if cpu else f"ended (exit status {code})"
+        for seq, fut in w.pending.items():
             if not fut.done():
-                fut.set_exception(ProcessDied(f"worker process {w.proc.pid} ended (exit status {code})"))
+                fut.set_exception(ProcessDied(f"worker process {w.proc.pid} {why}", running=seq == running,
+                                              cpu_limit=cpu and seq == running))
         if self._closing:
             return
         self.deaths += 1
-        log.warning("worker process %d ended (exit status %s); starting another", w.proc.pid, code)
+        log.warning("worker process %d %s; starting another", w.proc.pid, why)
         # only a worker that never got as far as saying it is ready counts as failing to start: one
         # that a hostile page crashed (twice, with the retry) does not
         self._start_failures = 0 if w.ready else self._start_failures + 1

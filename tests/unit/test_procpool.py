@@ -66,6 +66,40 @@ def test_a_dead_worker_fails_its_calls_and_is_replaced() -> None:
     assert pid != first and deaths == 2
 
 
+def _spin(seconds: float) -> None:
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+def test_a_death_names_the_call_that_ran_and_a_cpu_limit() -> None:
+    """A worker answers its calls in order: when it dies, the oldest unanswered call is the one it
+    ran (``running``), the calls queued behind it did nothing (they may be made again as they
+    are); a call past the CPU time analyse_limited gives it says so (``cpu_limit``)."""
+    async def go():
+        async with ProcessPool(1) as pool:
+            culprit = asyncio.ensure_future(pool.submit(os._exit, 3))
+            queued = [asyncio.ensure_future(pool.submit(os.getpid)) for _ in range(3)]
+            got = await asyncio.gather(culprit, *queued, return_exceptions=True)
+            spinning = asyncio.ensure_future(pool.submit(_cpu_limited, 0.2, 30.0))
+            behind = asyncio.ensure_future(pool.submit(os.getpid))
+            late = await asyncio.gather(spinning, behind, return_exceptions=True)
+            return got, late, await pool.submit(os.getpid)
+    got, late, pid = run(go())
+    assert all(isinstance(e, ProcessDied) for e in got)
+    assert [e.running for e in got] == [True, False, False, False] and not got[0].cpu_limit
+    assert isinstance(late[0], ProcessDied) and late[0].running and late[0].cpu_limit
+    assert "ran out of its CPU time" in str(late[0])
+    assert isinstance(late[1], ProcessDied) and not late[1].running and not late[1].cpu_limit
+    assert isinstance(pid, int)
+
+
+def _cpu_limited(limit: float, seconds: float) -> None:
+    """skitter.analyse.analyse_limited's timer around a spin of ``seconds`` of CPU."""
+    signal.setitimer(signal.ITIMER_VIRTUAL, limit)
+    _spin(seconds)
+
+
 def test_a_sigterm_to_the_process_group_is_the_crawl_processs_to_handle() -> None:
     """``timeout``, ``kill -- -PGID`` and systemd signal the whole group: a worker ignores SIGTERM
     as it does SIGINT, and the crawl process ends it when it stops (it used to die at once, and the
