@@ -103,6 +103,8 @@ def analyse(result: FetchResult, target_uri: str, ua_token: str, near_dup_probe:
             # later recrawl's first revisit can tell a change from noise (the main_hash option
             # only asks for the main text when nothing else would)
             mhash = xxhash.xxh3_64_hexdigest(f"{page.title}\n{main}".encode("utf-8", "surrogatepass"))
+        if len(page.links) > MAX_LINKS:
+            page.links = page.links[:MAX_LINKS]
         found = signature = None
         if forms:
             found, signature = _forms(result, target_uri, main)
@@ -131,6 +133,11 @@ def _forms(result: FetchResult, target_uri: str, main: str) -> tuple[list | None
         found = extract_forms(text, target_uri)[:_MAX_FORMS] or None
     return found, result_signature(main, target_uri)
 
+
+#: Links of one page kept (in document order), as Nutch's db.max.outlinks.per.page bounds them (100
+#: there): a hold-out page of 200,000 links held the crawl's event loop for 5 s while the frontier
+#: took them in, and a real page's links beyond the first ten thousand are a trap or a sitemap's
+MAX_LINKS = 10_000
 
 #: CPU seconds an analysis process may spend on one page (``analyse_limited``): a normal page takes
 #: about a millisecond, a 10 MiB one well under a second; a hold-out page of 3.4 MB of nested

@@ -861,3 +861,18 @@ class TestMetaRefresh:
     def test_nofollow_holds_for_the_refresh_target(self):
         page = parse(doc("", '<meta name="robots" content="nofollow"><meta http-equiv="refresh" content="0;url=/b">'))
         assert [link.nofollow for link in page.links] == [True]
+
+
+def test_a_page_keeps_its_first_ten_thousand_links() -> None:
+    """A hold-out page of 200,000 links held the crawl's event loop for 5 s while the frontier took
+    them in: the analysis keeps the first MAX_LINKS, in document order."""
+    from skitter.analyse import MAX_LINKS, analyse
+    from skitter.models import FetchResult
+
+    body = ("<html><body>" + "".join(f'<a href="/l{i}">l{i}</a>' for i in range(MAX_LINKS + 2000))
+            + "</body></html>").encode()
+    result = FetchResult("http://h.example/", status=200, headers=[("Content-Type", "text/html")], body=body,
+                         raw_body=body)
+    page = analyse(result, "http://h.example/", "skitter").page
+    assert MAX_LINKS == 10_000 and len(page.links) == MAX_LINKS
+    assert page.links[0].url == "http://h.example/l0" and page.links[-1].url == f"http://h.example/l{MAX_LINKS - 1}"
