@@ -369,7 +369,8 @@ DEMO_MAX_HOSTS = 250
 # alone (a demo run before), and refuses any other: it must never remove what -o names by mistake
 _DEMO_FILES = frozenset({"crawl.db", "crawl.db-wal", "crawl.db-shm", "crawl.db-journal", "crawl.lock", "crawl.log",
                          "index.db", "index.db-wal", "index.db-shm", "index.db-journal", "warc", "queries.tsv",
-                         "qrels.txt", "labels.jsonl", "hidden-records.txt", "changes.json"})
+                         "qrels.txt", "labels.jsonl", "hidden-records.txt", "changes.json", "changes.json.tmp",
+                         "watchdog.json", "watchdog.json.tmp", ".write-test"})
 
 
 def _empty_demo_dir(out: Path) -> None:
