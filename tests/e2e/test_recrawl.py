@@ -282,7 +282,9 @@ def test_a_fresh_recrawl_of_a_just_finished_crawl_starts_revisiting_at_once(tmp_
         crawl_once(srv, out)
         pages = rows(out, "SELECT count(*) FROM pages")[0][0]
         assert pages > 100
-        r = subprocess.run([sys.executable, "-m", "skitter", "recrawl", str(out), "--for", "8s", "--rate", "1",
+        # (12 s, not 8: under the suite's load the recrawl's start-up took most of 8 s once, and it
+        # sent one revisit)
+        r = subprocess.run([sys.executable, "-m", "skitter", "recrawl", str(out), "--for", "12s", "--rate", "1",
                             "--quiet"], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr
     revisits = rows(out, "SELECT count(*) FROM recrawl_visits WHERE kind != 'first'")[0][0]
