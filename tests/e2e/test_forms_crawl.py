@@ -22,6 +22,15 @@ from skitter.demo.server import DemoServer, read_access_log
 from skitter.demo.web import DemoConfig, Response
 from skitter.formcrawl import RESULT_PAGES
 
+# the model sites' fixed answers
+ALLOW_ALL = Response(200, [("Content-Type", "text/plain")], b"User-agent: *\nAllow: /\n")
+NOT_FOUND = Response(404, [("Content-Type", "text/html")], b"<p>not found</p>")
+
+
+def html_response(markup: str) -> Response:
+    return Response(200, [("Content-Type", "text/html; charset=utf-8")], markup.encode())
+
+
 FAST = ["--delay", "0", "--adaptive-delay", "0", "--allow-private", "--quiet", "--index-interval", "-1"]
 
 
@@ -181,7 +190,7 @@ class EndlessResults:
         path, _, query = path_qs.partition("?")
         p = dict(parse_qsl(query))
         if path == "/robots.txt":
-            return Response(200, [("Content-Type", "text/plain")], b"User-agent: *\nAllow: /\n")
+            return ALLOW_ALL
         form = ('<form action="/s"><input type="text" name="q"><select name="c"><option value="">any</option>'
                 '<option value="a">A</option><option value="b">B</option></select></form>')
         if path == "/":
@@ -385,7 +394,7 @@ class QuietBlog:
         p = dict(parse_qsl(query, keep_blank_values=True))
         form = '<form role="search" action="/" method="get"><input type="search" name="s" placeholder="Search …"></form>'
         if path == "/robots.txt":
-            return Response(200, [("Content-Type", "text/plain")], b"User-agent: *\nAllow: /\n")
+            return ALLOW_ALL
         if path == "/" and "s" in p:
             q = p["s"].strip().lower()
             hits = [u for u, text in self.posts.items() if not q or q in text.split()]
@@ -400,9 +409,9 @@ class QuietBlog:
         elif path in self.posts:
             body = f"<article><p>{self.posts[path]}</p></article>"
         else:
-            return Response(404, [("Content-Type", "text/html")], b"<p>not found</p>")
+            return NOT_FOUND
         page_html = f"<html><head><title>Journal</title></head><body><h1>Journal</h1>{body}{form}</body></html>"
-        return Response(200, [("Content-Type", "text/html; charset=utf-8")], page_html.encode())
+        return html_response(page_html)
 
 
 def test_a_search_whose_words_are_nowhere_on_the_site_is_probed_empty(tmp_path) -> None:
@@ -441,7 +450,7 @@ class QuietArchive:
         path, _, query = path_qs.partition("?")
         p = dict(parse_qsl(query, keep_blank_values=True))
         if path == "/robots.txt":
-            return Response(200, [("Content-Type", "text/plain")], b"User-agent: *\nAllow: /\n")
+            return ALLOW_ALL
         results = path.startswith("/search/results/")
         if path == "/":
             body = ("<p>Voices of the coast: fishermen and their families remember the herring seasons, "
@@ -469,9 +478,9 @@ class QuietArchive:
         elif path in self.records:
             body = f"<article><p>{self.records[path]}</p></article>"
         else:
-            return Response(404, [("Content-Type", "text/html")], b"<p>not found</p>")
+            return NOT_FOUND
         page_html = f"<html><head><title>Coast Voices</title></head><body>{self.MENU}{body}</body></html>"
-        return Response(200, [("Content-Type", "text/html; charset=utf-8")], page_html.encode())
+        return html_response(page_html)
 
 
 def test_a_search_is_probed_with_the_words_of_the_sites_other_pages(tmp_path) -> None:
