@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from .analyse import Analysis
 from .neardup import Verdict
-from .frontier.politeness import MAX_RETRY_AFTER, parse_retry_after
+from .frontier.politeness import parse_retry_after
 from .models import Candidate, FetchResult
 from .urls import URLError, canonicalize, header_url, resolve
 
@@ -60,9 +60,7 @@ def decide(cand: Candidate, result: FetchResult, analysis: Analysis | None, verd
     retry_after = parse_retry_after(result.header("retry-after"), now) if status in (429, 503) else None
     retryable = result.retryable if result.error else (status is not None and (status >= 500 or status == 429))
     if retryable and cand.attempts < rules.retries:
-        # (the URL's own wait capped as the host's is: README, "at most 10 minutes, and the URL is retried")
-        retry_in = min(max(retry_after or 0.0, backoff(cand.attempts)), MAX_RETRY_AFTER)
-        return Decision("retry", retry_in=retry_in, retry_after=retry_after)
+        return Decision("retry", retry_in=max(retry_after or 0.0, backoff(cand.attempts)), retry_after=retry_after)
     if status in REDIRECT_CODES and result.header("location"):
         target, error = _redirect_target(cand, result.header("location") or "", rules)
         return Decision("redirect", retry_after=retry_after, redirect_to=target, error=error)

@@ -279,4 +279,5 @@ def test_a_urls_retry_waits_at_most_the_retry_after_cap(status, value):
 
     result = FetchResult("http://h.example/", status=status, headers=[("Retry-After", value)])
     d = decide(Candidate("http://h.example/"), result, None, None, Rules(), 1.8e9)
-    assert d.kind == "retry" and d.retry_in == MAX_RETRY_AFTER == 600.0
+    assert d.kind == "retry" and d.retry_in == d.retry_after == MAX_RETRY_AFTER == 600.0
+    assert parse_retry_after(value, 1.8e9) == 600.0   # the one place it is capped

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC
 
 
-#: The longest a 429's or 503's Retry-After holds a host, or a URL's retry (10 minutes): a server
-#: that asks for 31 years, or for 10^399 seconds, gets this
+#: The longest a 429's or 503's Retry-After is obeyed (10 minutes), for the host's hold and the
+#: URL's retry: a server that asks for 31 years, or for 10^399 seconds, gets this
 MAX_RETRY_AFTER = 600.0
 
 
@@ -105,12 +105,15 @@ class HostClock:
 
 
 def parse_retry_after(value: str | None, now_epoch: float) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP-date, RFC 9110 10.2.3)."""
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP-date, RFC 9110 10.2.3),
+    at most :data:`MAX_RETRY_AFTER`: the host's hold and the URL's retry alike (a URL held for 10^9
+    s waited 31 years, and one held for a 400-digit number for ever, while only its host's hold
+    was capped)."""
     if not value:
         return None
     value = value.strip()
     if value.isascii() and value.isdigit():  # str.isdigit() alone also takes "²" and "١٢"
-        return float(value)
+        return min(float(value), MAX_RETRY_AFTER)
     from ..httpdate import parse_http_date
 
     try:
@@ -121,4 +124,4 @@ def parse_retry_after(value: str | None, now_epoch: float) -> float | None:
         return None
     if when.tzinfo is None:  # the asctime form has no zone; every HTTP-date is GMT
         when = when.replace(tzinfo=UTC)
-    return max(0.0, when.timestamp() - now_epoch)
+    return min(max(0.0, when.timestamp() - now_epoch), MAX_RETRY_AFTER)
