@@ -270,7 +270,7 @@ def stored_config(directory: Path) -> CrawlConfig:
 
     db = CrawlDB(directory, readonly=True)
     try:
-        stored = db.get_meta("config")
+        stored = db.config()
     finally:
         db.conn.close()
     if not isinstance(stored, dict) or not stored.get("seeds"):

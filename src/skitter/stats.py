@@ -33,7 +33,7 @@ def summary(db: CrawlDB) -> dict[str, Any]:
     span = _seconds(first, last)
     return {
         "state": db.get_meta("state"),
-        "seeds": db.get_meta("config", {}).get("seeds", []),
+        "seeds": db.config().get("seeds", []),
         "started_at": db.get_meta("started_at"),
         "finished_at": db.get_meta("finished_at"),
         "fetched": fetched,

@@ -98,7 +98,7 @@ def _base_urls_of_crawl(directory: Path) -> list[str]:
 
     db = CrawlDB(directory, readonly=True)
     try:
-        seeds = (db.get_meta("config") or {}).get("seeds", [])
+        seeds = db.config().get("seeds", [])
     finally:
         db.conn.close()
     return [s.rstrip("/") for s in seeds]

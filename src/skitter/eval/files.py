@@ -69,7 +69,7 @@ def crawl_order(directory: Path | str) -> tuple[list[str], dict]:
     try:
         urls = [r[0] for r in db.conn.execute(
             "SELECT url FROM fetches WHERE fetch_order IS NOT NULL ORDER BY fetch_order")]
-        config = db.get_meta("config") or {}
+        config = db.config()
     finally:
         db.conn.close()
     return urls, config

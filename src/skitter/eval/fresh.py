@@ -160,7 +160,7 @@ def evaluate_fresh(directory: Path | str, log: ChangeLog, *, warmup: float = 0.0
 
     db = CrawlDB(Path(directory), readonly=True)
     try:
-        config = db.get_meta("config") or {}
+        config = db.config()
     finally:
         db.conn.close()
     try:

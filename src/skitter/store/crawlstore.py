@@ -95,7 +95,7 @@ class CrawlStore:
         db = None
         try:
             db = CrawlDB(directory)
-            previous = db.get_meta("config")
+            previous = db.config() or None
             warc_dir = directory / "warc"
             if warc_dir.exists() and not warc_dir.is_dir():
                 raise CrawlDirError(f"{warc_dir} is not a directory: the crawl directory is damaged")

@@ -351,10 +351,15 @@ class CrawlDB:
         if not row:
             return default
         try:
-            value = json.loads(row[0])
+            return json.loads(row[0])
         except (TypeError, ValueError):
             raise CrawlDirError(f"crawl.db holds a corrupt meta value for {key!r} (not JSON)") from None
-        if key == "config" and not (isinstance(value, dict) and isinstance(value.get("seeds", []), list)):
+
+    def config(self) -> dict[str, Any]:
+        """The crawl's stored settings (``{}`` before the first run); a CrawlDirError when they are
+        not a crawl's settings (a damaged crawl.db), where readers failed with a TypeError."""
+        value = self.get_meta("config", {})
+        if not (isinstance(value, dict) and isinstance(value.get("seeds", []), list)):
             raise CrawlDirError("crawl.db holds a corrupt meta value for 'config' (not the crawl's settings)")
         return value
 
