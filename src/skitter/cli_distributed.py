@@ -176,15 +176,10 @@ def recorded_cluster(directory: Path) -> dict[str, Any] | None:
 
 def _timing() -> dict[str, float]:
     """Heartbeat, member and lease times: the defaults, or SKITTER_REDIS_TIMING=hb,member,lease."""
-    import os
-
-    raw = os.environ.get("SKITTER_REDIS_TIMING")
-    if not raw:
-        return {}
     from .distributed.redis_url import env_seconds   # noqa: PLC0415
 
-    hb, member, lease = env_seconds("SKITTER_REDIS_TIMING", 3)
-    return {"heartbeat": hb, "member_ttl": member, "lease_ttl": lease}
+    values = env_seconds("SKITTER_REDIS_TIMING", 3)
+    return {} if values is None else dict(zip(("heartbeat", "member_ttl", "lease_ttl"), values))
 
 
 @click.command("worker")

@@ -129,8 +129,7 @@ async def connect(url: str, *, timeout: float = CONNECT_TIMEOUT,  # noqa: ASYNC1
     client: Redis | RedisCluster
     options = target.client_options(timeout)
     if command_timeout is None:   # (SKITTER_REDIS_COMMAND_TIMEOUT: the tests' shorter one)
-        command_timeout = env_seconds("SKITTER_REDIS_COMMAND_TIMEOUT", 1)[0] if os.environ.get(
-            "SKITTER_REDIS_COMMAND_TIMEOUT") else COMMAND_TIMEOUT
+        command_timeout = (env_seconds("SKITTER_REDIS_COMMAND_TIMEOUT", 1) or [COMMAND_TIMEOUT])[0]
     options["socket_timeout"] = command_timeout
     try:
         if cluster:
@@ -145,11 +144,13 @@ async def connect(url: str, *, timeout: float = CONNECT_TIMEOUT,  # noqa: ASYNC1
     return client
 
 
-def env_seconds(name: str, count: int) -> list[float]:
+def env_seconds(name: str, count: int) -> list[float] | None:
     """The ``count`` comma-separated positive numbers of seconds in environment variable ``name``
-    (the tests' shorter timings); a :class:`~skitter.errors.UsageError` naming the variable when
-    it holds anything else."""
+    (the tests' shorter timings), None when it is unset or empty; a
+    :class:`~skitter.errors.UsageError` naming the variable when it holds anything else."""
     raw = os.environ.get(name, "")
+    if not raw:
+        return None
     try:
         values = [float(x) for x in raw.split(",")]
     except ValueError:
